@@ -1,0 +1,28 @@
+# The two commands a new user needs (see README.md):
+#   make demo   set up, build, and run the demo experiment in a guest
+#   make test   set up, build, and run every test (unit + guest)
+SHELL := /bin/bash
+ENV := source scripts/env.sh &&
+
+.PHONY: setup build demo test lint unit guest-test
+
+setup:
+	bash scripts/setup.sh
+
+build: setup
+	$(ENV) cargo build --release --workspace --locked
+
+demo: build
+	$(ENV) target/release/softpart-bench run scenarios/two-instances.toml
+
+lint: setup
+	$(ENV) cargo fmt --all -- --check
+	$(ENV) cargo clippy --release --workspace --all-targets --locked -- -D warnings
+
+unit: setup
+	$(ENV) cargo test --release --workspace --locked
+
+guest-test: build
+	$(ENV) target/release/softpart-bench test
+
+test: lint unit guest-test

@@ -1,0 +1,392 @@
+//! The part of the bench that runs inside the guest: for every scenario,
+//! policy, repetition and load level it starts the workloads in their
+//! cgroups, measures a window with the observer and cpuacct, stops them,
+//! and sends the counts to the host.
+
+use crate::plan::{
+    GroupResult, GuestInfo, Message, Plan, PlannedScenario, RunResult, SchedulerExit,
+};
+use crate::scenario::{Policy, Scenario};
+use anyhow::{Context, Result, bail};
+use softpart_core::cpulist;
+use softpart_core::topo::GuestTopo;
+use softpart_observer::{Observer, cgroups};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RESULTS_TTY: &str = "/dev/ttyS1";
+const BENCH_CG: &str = "/sys/fs/cgroup/bench";
+const ACCT_ROOT: &str = "/acct";
+const SCX_STATE: &str = "/sys/kernel/sched_ext/state";
+const SCX_OPS: &str = "/sys/kernel/sched_ext/root/ops";
+pub const SCHEDULER_BIN: &str = "/softpart/bin/scx_softpart";
+
+struct Channel(fs::File);
+
+impl Channel {
+    fn send(&mut self, m: &Message) {
+        let line = serde_json::to_string(m).unwrap_or_else(|e| {
+            format!("{{\"kind\":\"Error\",\"context\":\"encode\",\"message\":\"{e}\"}}")
+        });
+        let _ = writeln!(self.0, "{line}");
+        let _ = self.0.flush();
+    }
+}
+
+fn read_trim(path: &str) -> String {
+    fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn write(path: impl AsRef<Path>, value: &str) -> Result<()> {
+    let path = path.as_ref();
+    fs::write(path, value).with_context(|| format!("writing {value:?} to {}", path.display()))
+}
+
+fn guest_info() -> GuestInfo {
+    let mut nodes = Vec::new();
+    for n in 0.. {
+        let p = format!("/sys/devices/system/node/node{n}/cpulist");
+        if !Path::new(&p).exists() {
+            break;
+        }
+        nodes.push(read_trim(&p));
+    }
+    let mut sib = std::collections::BTreeSet::new();
+    for c in 0.. {
+        let p = format!("/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list");
+        if !Path::new(&p).exists() {
+            break;
+        }
+        sib.insert(read_trim(&p));
+    }
+    let kernel = read_trim("/proc/sys/kernel/osrelease");
+    GuestInfo {
+        kernel,
+        nr_cpus: cpulist::parse(&read_trim("/sys/devices/system/cpu/online"))
+            .map_or(0, |s| s.len()),
+        nodes,
+        smt_siblings: sib.into_iter().collect(),
+    }
+}
+
+pub fn main(plan_path: &Path) -> Result<()> {
+    let tty = fs::OpenOptions::new()
+        .write(true)
+        .open(RESULTS_TTY)
+        .with_context(|| format!("opening the results channel {RESULTS_TTY}"))?;
+    let mut ch = Channel(tty);
+    let result = run_plan(plan_path, &mut ch);
+    if let Err(e) = &result {
+        ch.send(&Message::Error {
+            context: "agent".into(),
+            message: format!("{e:#}"),
+        });
+    }
+    ch.send(&Message::Done);
+    result
+}
+
+fn run_plan(plan_path: &Path, ch: &mut Channel) -> Result<()> {
+    let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)?;
+    ch.send(&Message::Hello(guest_info()));
+    prepare_cgroups()?;
+    let obs = Observer::start().context("starting the observer")?;
+    for ps in &plan.scenarios {
+        run_scenario(ps, &obs, ch)?;
+    }
+    Ok(())
+}
+
+fn prepare_cgroups() -> Result<()> {
+    write("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset")?;
+    if !Path::new(BENCH_CG).exists() {
+        fs::create_dir(BENCH_CG)?;
+    }
+    write(format!("{BENCH_CG}/cgroup.subtree_control"), "+cpuset")?;
+    Ok(())
+}
+
+fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Result<()> {
+    let sc = &ps.scenario;
+    let topo = sc.topo()?;
+    for rep in 0..ps.reps {
+        for (label, policy) in &ps.policies {
+            println!("agent: {} rep {} policy {label}", sc.name, rep + 1);
+            let sched = match start_policy(policy) {
+                Ok(s) => s,
+                Err(e) => {
+                    ch.send(&Message::Error {
+                        context: format!("{}: starting {label}", sc.name),
+                        message: format!("{e:#}"),
+                    });
+                    continue;
+                }
+            };
+            for &load in &sc.loads {
+                match run_once(sc, &topo, label, policy, load, rep, obs) {
+                    Ok(r) => ch.send(&Message::Run(r)),
+                    Err(e) => ch.send(&Message::Error {
+                        context: format!("{}: {label} load {load} rep {rep}", sc.name),
+                        message: format!("{e:#}"),
+                    }),
+                }
+            }
+            if let Some(s) = sched {
+                ch.send(&Message::SchedulerStopped(stop_scheduler(
+                    s, &sc.name, label,
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+struct RunningScheduler {
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+fn start_policy(policy: &Policy) -> Result<Option<RunningScheduler>> {
+    let argv: Vec<String> = match policy {
+        Policy::Eevdf | Policy::Pinned => return Ok(None),
+        Policy::Softpart(args) => std::iter::once(SCHEDULER_BIN.to_string())
+            .chain(args.iter().cloned())
+            .collect(),
+        Policy::External(cmd) => cmd.clone(),
+    };
+    if read_trim(SCX_STATE) != "disabled" {
+        bail!("sched_ext is {:?} before start", read_trim(SCX_STATE));
+    }
+    let stamp = crate::guest::unique_stamp();
+    let out = PathBuf::from(format!("/tmp/sched-{stamp}.out"));
+    let err = PathBuf::from(format!("/tmp/sched-{stamp}.err"));
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out)?)
+        .stderr(fs::File::create(&err)?)
+        .spawn()
+        .with_context(|| format!("spawning {argv:?}"))?;
+    let started = Instant::now();
+    while read_trim(SCX_STATE) != "enabled" {
+        if let Some(st) = child.try_wait()? {
+            bail!(
+                "{argv:?} exited ({st}) before attaching: {}",
+                tail(&err, 2000)
+            );
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            bail!("{argv:?} did not attach within 120 s: {}", tail(&err, 2000));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "agent: {} attached after {:.1}s",
+        read_trim(SCX_OPS),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Some(RunningScheduler { child, out, err }))
+}
+
+fn tail(path: &Path, max: usize) -> String {
+    let s = fs::read_to_string(path).unwrap_or_default();
+    let start = s.len().saturating_sub(max);
+    let start = (start..=s.len())
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(s.len());
+    s[start..].to_string()
+}
+
+fn stop_scheduler(mut s: RunningScheduler, scenario: &str, policy: &str) -> SchedulerExit {
+    // SAFETY: signalling our own child by pid.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let mut status = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        if let Ok(Some(st)) = s.child.try_wait() {
+            status = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status_text = match status {
+        Some(st) => st.to_string(),
+        None => {
+            let _ = s.child.kill();
+            let _ = s.child.wait();
+            "did not exit within 30 s of SIGINT; killed".into()
+        }
+    };
+    let mut disabled = false;
+    for _ in 0..100 {
+        if read_trim(SCX_STATE) == "disabled" {
+            disabled = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    SchedulerExit {
+        scenario: scenario.into(),
+        policy: policy.into(),
+        attached: true,
+        clean: status.is_some_and(|st| st.success()) && disabled,
+        status: status_text,
+        stdout_tail: tail(&s.out, 4000),
+        stderr_tail: tail(&s.err, 4000),
+    }
+}
+
+fn read_percpu(path: &Path) -> Result<Vec<u64>> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.split_whitespace()
+        .map(|v| {
+            v.parse::<u64>()
+                .with_context(|| format!("{}: {v:?}", path.display()))
+        })
+        .collect()
+}
+
+struct Workload {
+    name: String,
+    cg: PathBuf,
+    acct: PathBuf,
+    child: Child,
+    err: PathBuf,
+}
+
+fn remove_cgroup(path: &Path) {
+    for _ in 0..200 {
+        match fs::remove_dir(path) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => std::thread::sleep(Duration::from_millis(25)),
+        }
+    }
+    eprintln!("agent: could not remove {}", path.display());
+}
+
+fn run_once(
+    sc: &Scenario,
+    topo: &GuestTopo,
+    label: &str,
+    policy: &Policy,
+    load: u32,
+    rep: u32,
+    obs: &Observer,
+) -> Result<RunResult> {
+    let mut workloads: Vec<Workload> = Vec::new();
+    let result = (|| -> Result<RunResult> {
+        for g in &sc.groups {
+            let cg = PathBuf::from(format!("{BENCH_CG}/{}", g.name));
+            let acct = PathBuf::from(format!("{ACCT_ROOT}/{}", g.name));
+            remove_cgroup(&cg);
+            remove_cgroup(&acct);
+            fs::create_dir(&cg).with_context(|| format!("creating {}", cg.display()))?;
+            fs::create_dir(&acct).with_context(|| format!("creating {}", acct.display()))?;
+            let pin = match (policy, sc.home_cpus(g, topo)?, &g.cpuset) {
+                (_, _, Some(c)) => Some(c.clone()),
+                (Policy::Pinned, Some(home), None) => Some(cpulist::format(&home)),
+                _ => None,
+            };
+            if let Some(cpus) = pin {
+                write(cg.join("cpuset.cpus"), &cpus)?;
+            }
+            let cmd = sc.command_for(g, load, topo);
+            let err = PathBuf::from(format!("/tmp/{}.err", g.name));
+            let script = format!(
+                "echo $$ > {}/cgroup.procs && echo $$ > {}/tasks && exec {cmd}",
+                cg.display(),
+                acct.display()
+            );
+            let child = Command::new("/bin/sh")
+                .arg("-c")
+                .arg(&script)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(fs::File::create(&err)?)
+                .process_group(0)
+                .spawn()
+                .with_context(|| format!("starting group {}: {cmd}", g.name))?;
+            workloads.push(Workload {
+                name: g.name.clone(),
+                cg,
+                acct,
+                child,
+                err,
+            });
+        }
+        std::thread::sleep(Duration::from_secs_f64(sc.warmup_s));
+        let acct0: Vec<Vec<u64>> = workloads
+            .iter()
+            .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
+            .collect::<Result<_>>()?;
+        let s0 = obs.snapshot()?;
+        std::thread::sleep(Duration::from_secs_f64(sc.duration_s));
+        let s1 = obs.snapshot()?;
+        let acct1: Vec<Vec<u64>> = workloads
+            .iter()
+            .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
+            .collect::<Result<_>>()?;
+        let window = s1.since(&s0);
+
+        let mut early_exits = Vec::new();
+        for w in workloads.iter_mut() {
+            if let Some(st) = w.child.try_wait()? {
+                early_exits.push(format!(
+                    "{} exited early ({st}): {}",
+                    w.name,
+                    tail(&w.err, 500)
+                ));
+            }
+        }
+        let mut groups = BTreeMap::new();
+        for (i, w) in workloads.iter().enumerate() {
+            let id = cgroups::id_of(&w.cg)?;
+            let counters = window.groups.get(&id).cloned().unwrap_or_default();
+            let cpuacct_ns = acct1[i]
+                .iter()
+                .zip(acct0[i].iter().chain(std::iter::repeat(&0)))
+                .map(|(b, a)| b.saturating_sub(*a))
+                .collect();
+            groups.insert(
+                w.name.clone(),
+                GroupResult {
+                    counters,
+                    cpuacct_ns,
+                },
+            );
+        }
+        Ok(RunResult {
+            scenario: sc.name.clone(),
+            policy: label.to_string(),
+            load,
+            rep,
+            wall_ns: window.wall_ns,
+            groups,
+            cpus: window.cpus,
+            sched_ext_state: read_trim(SCX_STATE),
+            sched_ext_ops: read_trim(SCX_OPS),
+            early_exits,
+        })
+    })();
+
+    for w in workloads.iter_mut() {
+        let _ = write(w.cg.join("cgroup.kill"), "1");
+        let _ = w.child.kill();
+        let _ = w.child.wait();
+    }
+    for w in &workloads {
+        remove_cgroup(&w.cg);
+        remove_cgroup(&w.acct);
+    }
+    result
+}

@@ -1,0 +1,295 @@
+//! Guest tests: one guest boot runs the scenarios in guest-tests/, then each
+//! test below checks a property of what came back. Margins are wide enough
+//! never to flake under TCG; the bench carries the precise figures.
+
+use crate::plan::{Message, RunResult, SchedulerExit};
+use crate::scenario::Scenario;
+use crate::{boot, plan_for};
+use anyhow::{Context, Result, bail};
+use softpart_core::hist;
+use std::path::Path;
+
+const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "scheduler-health",
+        include_str!("../guest-tests/scheduler-health.toml"),
+    ),
+    (
+        "observer-validation",
+        include_str!("../guest-tests/observer-validation.toml"),
+    ),
+];
+
+type Check = fn(&Results) -> Result<()>;
+
+const TESTS: &[(&str, Check)] = &[
+    ("no_kernel_problems", no_kernel_problems),
+    (
+        "softpart_stays_attached_under_churn",
+        softpart_stays_attached,
+    ),
+    ("softpart_unloads_cleanly", softpart_unloads_cleanly),
+    (
+        "softpart_keeps_every_group_running",
+        softpart_keeps_groups_running,
+    ),
+    (
+        "observer_pinned_group_is_all_on_its_node",
+        observer_pinned_group,
+    ),
+    (
+        "observer_hog_time_matches_wall_time",
+        observer_hog_wall_time,
+    ),
+    ("observer_agrees_with_cpuacct", observer_agrees_with_cpuacct),
+    (
+        "observer_sees_run_delay_and_idle_while_waiting",
+        observer_run_delay,
+    ),
+];
+
+pub struct Results {
+    pub problems: Vec<String>,
+    pub runs: Vec<RunResult>,
+    pub exits: Vec<SchedulerExit>,
+}
+
+impl Results {
+    fn run(&self, scenario: &str) -> Result<&RunResult> {
+        self.runs
+            .iter()
+            .find(|r| r.scenario == scenario)
+            .with_context(|| format!("no result from scenario {scenario}"))
+    }
+}
+
+fn scenario(name: &str) -> Result<Scenario> {
+    let text = SCENARIOS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .context("unknown test scenario")?;
+    let sc: Scenario = toml::from_str(text)?;
+    sc.validate()?;
+    Ok(sc)
+}
+
+pub fn run_guest_tests(out: &Path) -> Result<()> {
+    let scenarios = SCENARIOS
+        .iter()
+        .map(|(n, _)| scenario(n))
+        .collect::<Result<Vec<_>>>()?;
+    let plan = plan_for(&scenarios, None, None)?;
+    eprintln!("guest tests: booting a 2n2c2t guest");
+    let gr = boot(&plan, out)?;
+    eprintln!(
+        "guest tests: guest ran {:.0} s; console log {}",
+        gr.elapsed.as_secs_f64(),
+        gr.console_path.display()
+    );
+    let results = Results {
+        problems: gr.problems,
+        runs: gr.runs,
+        exits: gr
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::SchedulerStopped(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect(),
+    };
+    let (mut passed, mut failed) = (0, 0);
+    for (name, check) in TESTS {
+        match check(&results) {
+            Ok(()) => {
+                println!("test guest::{name} ... ok");
+                passed += 1;
+            }
+            Err(e) => {
+                println!("test guest::{name} ... FAILED: {e:#}");
+                failed += 1;
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        bail!(
+            "{failed} guest test(s) failed; console log: {}",
+            gr.console_path.display()
+        );
+    }
+    Ok(())
+}
+
+fn no_kernel_problems(r: &Results) -> Result<()> {
+    if !r.problems.is_empty() {
+        bail!("{}", r.problems.join("\n"));
+    }
+    Ok(())
+}
+
+fn softpart_stays_attached(r: &Results) -> Result<()> {
+    let run = r.run("scheduler-health")?;
+    if run.sched_ext_state != "enabled" || !run.sched_ext_ops.starts_with("softpart") {
+        bail!(
+            "after 60 s sched_ext state is {:?} with ops {:?}: the scheduler was kicked out",
+            run.sched_ext_state,
+            run.sched_ext_ops
+        );
+    }
+    if !run.early_exits.is_empty() {
+        bail!("workloads died: {:?}", run.early_exits);
+    }
+    Ok(())
+}
+
+/// The counters line scx_softpart prints when it exits.
+fn softpart_counters(exit: &SchedulerExit) -> Result<serde_json::Value> {
+    let line = exit
+        .stdout_tail
+        .lines()
+        .find(|l| l.contains("softpart_counters"))
+        .context("scx_softpart printed no counters")?;
+    let v: serde_json::Value = serde_json::from_str(line)?;
+    Ok(v["softpart_counters"].clone())
+}
+
+fn softpart_unloads_cleanly(r: &Results) -> Result<()> {
+    let exit = r
+        .exits
+        .iter()
+        .find(|e| e.scenario == "scheduler-health")
+        .context("scx_softpart never attached")?;
+    if !exit.clean {
+        bail!("exit {}: {}", exit.status, exit.stderr_tail);
+    }
+    if !exit.stderr_tail.contains("unregistered from user space") {
+        bail!("unexpected exit reason: {}", exit.stderr_tail);
+    }
+    let c = softpart_counters(exit)?;
+    let get = |k: &str| c[k].as_u64().unwrap_or(0);
+    let placed = get("pick_prev")
+        + get("pick_core_part")
+        + get("pick_cpu_part")
+        + get("pick_core_any")
+        + get("pick_cpu_any");
+    let dispatched = get("dispatch_own") + get("dispatch_steal");
+    if placed == 0 || dispatched == 0 || get("enqueue") == 0 {
+        bail!("the fast path did not run: {c}");
+    }
+    Ok(())
+}
+
+fn softpart_keeps_groups_running(r: &Results) -> Result<()> {
+    let run = r.run("scheduler-health")?;
+    let wall = run.wall_ns as f64 / 1e9;
+    for (name, g) in &run.groups {
+        let cpu = g.counters.total_cpu_ns() as f64 / 1e9;
+        if cpu < 0.05 * wall {
+            bail!("group {name} got {cpu:.2} CPU-s in {wall:.0} s: starved");
+        }
+        let max = hist::max(&g.counters.delay_hist).unwrap_or(0) as f64 / 1e9;
+        if max > 5.0 {
+            bail!("group {name} waited up to {max:.1} s to run (watchdog is 30 s)");
+        }
+    }
+    Ok(())
+}
+
+fn group<'a>(run: &'a RunResult, name: &str) -> Result<&'a crate::plan::GroupResult> {
+    run.groups
+        .get(name)
+        .with_context(|| format!("no group {name} in the results"))
+}
+
+fn observer_pinned_group(r: &Results) -> Result<()> {
+    let run = r.run("observer-validation")?;
+    let g = &group(run, "pinned0")?.counters;
+    let total = g.total_cpu_ns();
+    let node0: u64 = g.cpu_ns.iter().take(4).sum();
+    if total == 0 {
+        bail!("pinned0 got no CPU time");
+    }
+    let share = node0 as f64 / total as f64;
+    if share < 0.999 {
+        bail!("pinned0 ran {:.2}% on node 0, expected 100%", share * 100.0);
+    }
+    if g.migrations[3] != 0 {
+        bail!(
+            "pinned0 shows {} cross-node migrations, expected 0",
+            g.migrations[3]
+        );
+    }
+    let rate = total as f64 / run.wall_ns as f64;
+    if !(3.6..=4.1).contains(&rate) {
+        bail!("pinned0 (4 threads on 4 CPUs) got {rate:.2} CPU-s/s, expected ~4");
+    }
+    Ok(())
+}
+
+fn observer_hog_wall_time(r: &Results) -> Result<()> {
+    let run = r.run("observer-validation")?;
+    let g = &group(run, "hog")?.counters;
+    let ratio = g.total_cpu_ns() as f64 / run.wall_ns as f64;
+    if !(0.95..=1.05).contains(&ratio) {
+        bail!("the hog's CPU time is {ratio:.3} x wall time, expected 1 +- 5%");
+    }
+    Ok(())
+}
+
+fn observer_agrees_with_cpuacct(r: &Results) -> Result<()> {
+    let run = r.run("observer-validation")?;
+    for (name, g) in &run.groups {
+        let obs = g.counters.total_cpu_ns() as f64;
+        let acct: f64 = g.cpuacct_ns.iter().sum::<u64>() as f64;
+        if acct <= 0.0 || (obs / acct - 1.0).abs() > 0.05 {
+            bail!(
+                "group {name}: observer {:.3} CPU-s vs cpuacct {:.3} CPU-s",
+                obs / 1e9,
+                acct / 1e9
+            );
+        }
+        for (cpu, (&o, &a)) in g
+            .counters
+            .cpu_ns
+            .iter()
+            .zip(g.cpuacct_ns.iter())
+            .enumerate()
+        {
+            let diff = (o as f64 - a as f64).abs() / 1e9;
+            if diff > 0.05 * run.wall_ns as f64 / 1e9 {
+                bail!(
+                    "group {name} CPU {cpu}: observer {:.3} s vs cpuacct {:.3} s",
+                    o as f64 / 1e9,
+                    a as f64 / 1e9
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn observer_run_delay(r: &Results) -> Result<()> {
+    let run = r.run("observer-validation")?;
+    let g = &group(run, "crowded")?.counters;
+    let on7 = g.cpu_ns.get(7).copied().unwrap_or(0) as f64 / g.total_cpu_ns().max(1) as f64;
+    if on7 < 0.999 {
+        bail!("crowded ran {:.1}% on CPU 7, expected 100%", on7 * 100.0);
+    }
+    let p50 = hist::quantile(&g.delay_hist, 0.5).unwrap_or(0);
+    if p50 < 1_000_000 {
+        bail!(
+            "4 CPU-bound threads on one CPU: run delay p50 {} us, expected > 1 ms",
+            p50 / 1000
+        );
+    }
+    let wall = run.wall_ns as f64 / 1e9;
+    let waiting_idle: f64 =
+        run.cpus.iter().map(|c| c.idle_waiting_ns).sum::<u64>() as f64 / 1e9 / wall;
+    // CPUs 4-6 minus the hog: about two CPUs idle while crowded waits.
+    if waiting_idle < 1.0 {
+        bail!("idle while waiting {waiting_idle:.2} CPU-s/s, expected about 2");
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Host side of a guest run: builds the initramfs (our binaries, the
+//! workloads, their libraries, the kernel config, the plan), boots QEMU with
+//! the scenario's topology under TCG, and collects the results channel and
+//! the console log. Any kernel BUG/WARNING/sched_ext error in the log is a
+//! problem the caller must surface.
+
+use crate::plan::{Message, Plan};
+use anyhow::{Context, Result, bail};
+use softpart_core::topo::GuestTopo;
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Workload programs every guest carries (Debian packages, see
+/// scripts/versions.sh).
+pub const WORKLOADS: &[&str] = &["busybox", "hackbench", "stress-ng", "sysbench"];
+
+pub struct Kernel {
+    pub vmlinuz: PathBuf,
+    pub config: PathBuf,
+    pub release: String,
+}
+
+pub fn repo_root() -> PathBuf {
+    std::env::var_os("SOFTPART_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+/// The cached guest kernel, fetched by scripts/guest-kernel.sh if missing.
+pub fn kernel() -> Result<Kernel> {
+    let script = repo_root().join("scripts/guest-kernel.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !out.status.success() {
+        bail!("{} failed ({})", script.display(), out.status);
+    }
+    let dir = PathBuf::from(String::from_utf8(out.stdout)?.trim());
+    Ok(Kernel {
+        vmlinuz: dir.join("vmlinuz"),
+        config: dir.join("config"),
+        release: fs::read_to_string(dir.join("release"))?.trim().to_string(),
+    })
+}
+
+pub fn unique_stamp() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn which(name: &str) -> Result<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            bail!("{name}: no such file")
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in
+        std::env::split_paths(&path).chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+    {
+        let p = dir.join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    bail!("{name} not found on PATH (run scripts/setup.sh)")
+}
+
+/// Shared libraries a dynamic ELF needs, as ldd resolves them on the host.
+fn libraries(bin: &Path) -> Result<Vec<PathBuf>> {
+    let out = Command::new("ldd").arg(bin).output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut libs = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let path = match line.split_once("=>") {
+            Some((_, rhs)) => rhs.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        if let Some(p) = path.filter(|p| p.starts_with('/')) {
+            libs.push(PathBuf::from(p));
+        }
+    }
+    Ok(libs)
+}
+
+fn copy_into(root: &Path, src: &Path, dest: &Path) -> Result<()> {
+    let target = root.join(dest.strip_prefix("/").unwrap_or(dest));
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    fs::copy(src, &target)
+        .with_context(|| format!("copying {} into the initramfs", src.display()))?;
+    Ok(())
+}
+
+const INIT: &str = r#"#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /tmp /run /acct /usr/bin /sbin /usr/sbin
+/bin/busybox --install -s /bin
+export PATH=/softpart/bin:/bin:/usr/bin:/sbin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t bpf bpf /sys/fs/bpf
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t cgroup -o cpuacct cpuacct /acct
+ulimit -l unlimited
+echo "softpart-guest: $(uname -r), CPUs $(cat /sys/devices/system/cpu/online)"
+/softpart/bin/softpart-bench agent /softpart/plan.json
+echo "softpart-guest: agent exited with $?"
+poweroff -f
+"#;
+
+pub struct Guest {
+    pub topo: GuestTopo,
+    pub kernel: Kernel,
+    /// Extra programs to carry (external schedulers), by name or path.
+    pub extra_bins: Vec<String>,
+    pub workdir: PathBuf,
+    pub timeout: Duration,
+}
+
+pub struct GuestOutput {
+    pub messages: Vec<Message>,
+    pub console_path: PathBuf,
+    /// Kernel log lines that mean something went wrong.
+    pub problems: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl Guest {
+    fn build_initramfs(&self, plan: &Plan) -> Result<PathBuf> {
+        let root = self.workdir.join("initramfs");
+        if root.exists() {
+            fs::remove_dir_all(&root)?;
+        }
+        fs::create_dir_all(root.join("softpart/bin"))?;
+        let exe = std::env::current_exe()?;
+        let bindir = exe.parent().context("no parent dir for the bench binary")?;
+        let mut elfs: Vec<(PathBuf, PathBuf)> =
+            vec![(exe.clone(), "/softpart/bin/softpart-bench".into())];
+        for ours in ["scx_softpart", "softpart-observe"] {
+            let p = bindir.join(ours);
+            if !p.is_file() {
+                bail!(
+                    "{} is missing: build the workspace first (cargo build --release)",
+                    p.display()
+                );
+            }
+            elfs.push((p, format!("/softpart/bin/{ours}").into()));
+        }
+        for w in WORKLOADS {
+            let p = which(w)?;
+            let dest = if *w == "busybox" {
+                PathBuf::from("/bin/busybox")
+            } else {
+                p.clone()
+            };
+            elfs.push((p, dest));
+        }
+        for extra in &self.extra_bins {
+            let p = which(extra)?;
+            let name = p.file_name().context("bad program name")?.to_owned();
+            elfs.push((p, Path::new("/softpart/bin").join(name)));
+        }
+        let mut libs = BTreeSet::new();
+        for (src, dest) in &elfs {
+            copy_into(&root, src, dest)?;
+            libs.extend(libraries(src)?);
+        }
+        for lib in &libs {
+            copy_into(&root, &fs::canonicalize(lib)?, lib)?;
+        }
+        copy_into(
+            &root,
+            &self.kernel.config,
+            &PathBuf::from(format!("/boot/config-{}", self.kernel.release)),
+        )?;
+        fs::write(root.join("init"), INIT)?;
+        fs::write(root.join("softpart/plan.json"), serde_json::to_vec(plan)?)?;
+        let mut perms = fs::metadata(root.join("init"))?.permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        fs::set_permissions(root.join("init"), perms)?;
+
+        let image = self.workdir.join("initramfs.cpio.gz");
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "cd '{}' && find . | cpio -o -H newc --quiet | gzip -1 > '{}'",
+                root.display(),
+                image.display()
+            ))
+            .status()?;
+        if !status.success() {
+            bail!("building the initramfs failed ({status})");
+        }
+        Ok(image)
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<GuestOutput> {
+        fs::create_dir_all(&self.workdir)?;
+        let initrd = self.build_initramfs(plan)?;
+        let console = self.workdir.join("console.log");
+        let results = self.workdir.join("results.jsonl");
+        let _ = fs::remove_file(&console);
+        let _ = fs::remove_file(&results);
+        let mut cmd = Command::new("qemu-system-x86_64");
+        cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max", "-nodefaults"])
+            .args(["-display", "none", "-no-reboot"])
+            .arg("-kernel")
+            .arg(&self.kernel.vmlinuz)
+            .arg("-initrd")
+            .arg(&initrd)
+            .args([
+                "-append",
+                "console=ttyS0 panic=-1 rdinit=/init loglevel=6 mitigations=off",
+            ])
+            .arg("-serial")
+            .arg(format!("file:{}", console.display()))
+            .arg("-serial")
+            .arg(format!("file:{}", results.display()))
+            .args(self.topo.qemu_args(512))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .context("starting qemu-system-x86_64 (run scripts/setup.sh)")?;
+        let mut timed_out = false;
+        loop {
+            if let Some(st) = child.try_wait()? {
+                if !st.success() {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        use std::io::Read;
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    bail!("qemu exited with {st}: {err}");
+                }
+                break;
+            }
+            if started.elapsed() > self.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                timed_out = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let elapsed = started.elapsed();
+        let log = fs::read_to_string(&console).unwrap_or_default();
+        let mut problems = scan_kernel_log(&log);
+        if timed_out {
+            problems.push(format!(
+                "guest timed out after {:.0}s",
+                elapsed.as_secs_f64()
+            ));
+        }
+        let mut messages = Vec::new();
+        for line in fs::read_to_string(&results).unwrap_or_default().lines() {
+            let line = line.trim_matches(|c: char| c == '\r' || c.is_whitespace());
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Message>(line) {
+                Ok(m) => messages.push(m),
+                Err(e) => problems.push(format!("unreadable result line ({e}): {:.200}", line)),
+            }
+        }
+        if !messages.iter().any(|m| matches!(m, Message::Done)) {
+            problems.push("the guest agent did not finish (no Done message)".into());
+        }
+        Ok(GuestOutput {
+            messages,
+            console_path: console,
+            problems,
+            elapsed,
+        })
+    }
+}
+
+/// Kernel log lines that mean the run cannot be trusted.
+pub fn scan_kernel_log(log: &str) -> Vec<String> {
+    let bad = [
+        "BUG:",
+        "WARNING:",
+        "Oops",
+        "Kernel panic",
+        "general protection fault",
+        "runnable task stall",
+        "watchdog failed",
+        "hung_task",
+    ];
+    log.lines()
+        .filter(|l| {
+            bad.iter().any(|b| l.contains(b))
+                || (l.contains("sched_ext:")
+                    && (l.contains("error") || l.contains("disabled ("))
+                    && !l.contains("unregistered from user space"))
+        })
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_log_scan() {
+        let log = "[ 1.0] sched_ext: BPF scheduler \"softpart\" enabled\n\
+                   [ 2.0] sched_ext: BPF scheduler \"softpart\" disabled (unregistered from user space)\n\
+                   [ 3.0] ok line\n";
+        assert!(scan_kernel_log(log).is_empty());
+        let log = "[ 5.0] sched_ext: BPF scheduler \"softpart\" disabled (runtime error)\n\
+                   [ 5.1] sched_ext: softpart: runnable task stall (kworker/0:1[10] failed to run for 30.1s)\n\
+                   [ 6.0] WARNING: CPU: 1 PID: 0 at kernel/sched/ext.c:123\n";
+        assert_eq!(scan_kernel_log(log).len(), 3);
+    }
+}

@@ -1,0 +1,288 @@
+//! softpart-bench: runs scenarios in a QEMU guest under several scheduling
+//! policies in one boot, and reports what each scheduler decided.
+
+mod agent;
+mod checks;
+mod guest;
+mod plan;
+mod scenario;
+mod table;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use plan::{GuestInfo, Message, Plan, PlannedScenario, RunResult};
+use scenario::{Policy, Scenario};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Run softpart's scenarios in a QEMU guest and compare scheduling policies.
+///
+/// Every policy of a scenario runs in the same guest boot, in turn, so their
+/// figures compare. Figures are what the guest's scheduler decided (where
+/// each group ran, CPU time granted, run delay, migrations), measured by the
+/// observer and cross-checked with cpuacct; guest throughput is not
+/// reported (QEMU's vCPUs share the host's cores).
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run scenario files and print one table per figure.
+    Run(RunOpts),
+    /// Run the guest tests (scheduler health, observer validation) and
+    /// print one line per test and a "N passed, N failed" summary.
+    Test(TestOpts),
+    /// (inside the guest) Execute a plan; started by the guest's init.
+    #[command(hide = true)]
+    Agent { plan: PathBuf },
+}
+
+#[derive(Debug, clap::Args)]
+struct RunOpts {
+    /// Scenario files (TOML); see scenarios/.
+    #[arg(required = true)]
+    scenarios: Vec<PathBuf>,
+    /// Policies, comma-separated, overriding the scenario's: eevdf, pinned,
+    /// softpart[:ARGS], external:COMMAND [ARGS].
+    #[arg(long, value_delimiter = ',')]
+    policies: Option<Vec<String>>,
+    /// Repetitions per cell, overriding the scenario's.
+    #[arg(long)]
+    reps: Option<u32>,
+    /// Measured seconds per run, overriding the scenario's.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Where to write the JSON results and tables.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+struct TestOpts {
+    /// Where to keep the guest's logs.
+    #[arg(long, default_value = "results/guest-tests")]
+    out: PathBuf,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Agent { plan } => agent::main(&plan),
+        Cmd::Run(o) => run(o),
+        Cmd::Test(o) => checks::run_guest_tests(&o.out),
+    }
+}
+
+fn now_utc() -> String {
+    std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Builds the plan for scenarios sharing one topology, applying overrides.
+pub fn plan_for(
+    scenarios: &[Scenario],
+    policies: Option<&[String]>,
+    reps: Option<u32>,
+) -> Result<Plan> {
+    let mut planned = Vec::new();
+    for sc in scenarios {
+        let labels: Vec<String> = policies.map(|p| p.to_vec()).unwrap_or(sc.policies.clone());
+        let policies = labels
+            .iter()
+            .map(|l| Ok((l.clone(), Policy::parse(l)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let reps = reps.unwrap_or(sc.reps);
+        if reps == 0 {
+            bail!("--reps 0: need at least one repetition");
+        }
+        planned.push(PlannedScenario {
+            scenario: sc.clone(),
+            policies,
+            reps,
+        });
+    }
+    Ok(Plan { scenarios: planned })
+}
+
+/// A generous bound on how long a plan takes in the guest.
+pub fn plan_timeout(plan: &Plan) -> Duration {
+    let mut secs = 120.0;
+    for ps in &plan.scenarios {
+        let sc = &ps.scenario;
+        let per_run = sc.warmup_s + sc.duration_s + 5.0;
+        let n = ps.reps as f64 * ps.policies.len() as f64;
+        secs += n * (sc.loads.len() as f64 * per_run + 30.0);
+    }
+    Duration::from_secs_f64(secs * 3.0)
+}
+
+pub struct GuestRun {
+    pub info: Option<GuestInfo>,
+    pub runs: Vec<RunResult>,
+    pub messages: Vec<Message>,
+    pub problems: Vec<String>,
+    pub console_path: PathBuf,
+    pub elapsed: Duration,
+}
+
+/// Boots one guest for a plan whose scenarios share a topology.
+pub fn boot(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
+    let topo = plan
+        .scenarios
+        .first()
+        .context("empty plan")?
+        .scenario
+        .topo()?;
+    let extra_bins = plan
+        .scenarios
+        .iter()
+        .flat_map(|ps| ps.policies.iter())
+        .filter_map(|(_, p)| match p {
+            Policy::External(cmd) => cmd.first().cloned(),
+            _ => None,
+        })
+        .collect();
+    std::fs::create_dir_all(workdir)?;
+    let guest = guest::Guest {
+        topo,
+        kernel: guest::kernel()?,
+        extra_bins,
+        workdir: std::fs::canonicalize(workdir)?,
+        timeout: plan_timeout(plan),
+    };
+    let out = guest.run(plan)?;
+    let mut info = None;
+    let mut runs = Vec::new();
+    let mut problems = out.problems;
+    for m in &out.messages {
+        match m {
+            Message::Hello(i) => info = Some(i.clone()),
+            Message::Run(r) => runs.push(r.clone()),
+            Message::Error { context, message } => problems.push(format!("{context}: {message}")),
+            Message::SchedulerStopped(_) | Message::Done => {}
+        }
+    }
+    Ok(GuestRun {
+        info,
+        runs,
+        messages: out.messages,
+        problems,
+        console_path: out.console_path,
+        elapsed: out.elapsed,
+    })
+}
+
+pub fn header(sc: &Scenario, info: Option<&GuestInfo>, reps: u32) -> String {
+    let (kernel, nodes, smt) = match info {
+        Some(i) => (
+            i.kernel.clone(),
+            i.nodes.join(" | "),
+            i.smt_siblings.join(" "),
+        ),
+        None => ("?".into(), "?".into(), "?".into()),
+    };
+    format!(
+        "{} — {}\nkernel {kernel}, guest topology {} (NUMA nodes: {nodes}; SMT siblings: {smt}), QEMU TCG\n{}, {} reps x {} s per cell (after {} s warm-up); cells: median [min-max]",
+        sc.name,
+        sc.description,
+        sc.topology,
+        now_utc(),
+        reps,
+        sc.duration_s,
+        sc.warmup_s
+    )
+}
+
+fn run(o: RunOpts) -> Result<()> {
+    let mut scenarios = Vec::new();
+    for p in &o.scenarios {
+        let mut sc = Scenario::load(p)?;
+        if let Some(d) = o.duration {
+            sc.duration_s = d;
+            sc.validate().context("--duration")?;
+        }
+        scenarios.push(sc);
+    }
+    std::fs::create_dir_all(&o.out)?;
+    let mut topologies: Vec<String> = scenarios.iter().map(|s| s.topology.clone()).collect();
+    topologies.dedup();
+    let mut failed = false;
+    for topo in topologies {
+        let group: Vec<Scenario> = scenarios
+            .iter()
+            .filter(|s| s.topology == topo)
+            .cloned()
+            .collect();
+        let plan = plan_for(&group, o.policies.as_deref(), o.reps)?;
+        let workdir = o.out.join(format!("guest-{topo}"));
+        eprintln!(
+            "softpart-bench: booting a {topo} guest for {} (timeout {:.0} s)",
+            group
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            plan_timeout(&plan).as_secs_f64()
+        );
+        let gr = boot(&plan, &workdir)?;
+        eprintln!(
+            "softpart-bench: guest ran {:.0} s",
+            gr.elapsed.as_secs_f64()
+        );
+        for ps in &plan.scenarios {
+            let sc = &ps.scenario;
+            let labels: Vec<String> = ps.policies.iter().map(|(l, _)| l.clone()).collect();
+            let runs: Vec<&RunResult> = gr.runs.iter().filter(|r| r.scenario == sc.name).collect();
+            let cells = table::cells(&runs, sc, &sc.topo()?, &labels)?;
+            let text = table::render(sc, &labels, &cells, &header(sc, gr.info.as_ref(), ps.reps));
+            println!("{text}");
+            let stem = o.out.join(&sc.name);
+            std::fs::write(stem.with_extension("txt"), &text)?;
+            let json = serde_json::json!({
+                "scenario": sc,
+                "guest": gr.info,
+                "policies": labels,
+                "cells": cells,
+                "runs": runs,
+                "problems": gr.problems,
+            });
+            std::fs::write(
+                stem.with_extension("json"),
+                serde_json::to_string_pretty(&json)?,
+            )?;
+            eprintln!("softpart-bench: wrote {}.{{txt,json}}", stem.display());
+        }
+        for m in &gr.messages {
+            if let Message::SchedulerStopped(s) = m
+                && !s.clean
+            {
+                eprintln!(
+                    "softpart-bench: {} under {} did not exit cleanly: {}\n{}",
+                    s.policy, s.scenario, s.status, s.stderr_tail
+                );
+                failed = true;
+            }
+        }
+        if !gr.problems.is_empty() {
+            eprintln!(
+                "softpart-bench: problems in the guest (console log: {}):",
+                gr.console_path.display()
+            );
+            for p in &gr.problems {
+                eprintln!("  {p}");
+            }
+            failed = true;
+        }
+    }
+    if failed {
+        bail!("the bench finished with problems (see above)");
+    }
+    Ok(())
+}

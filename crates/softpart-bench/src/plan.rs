@@ -1,0 +1,78 @@
+//! What the host hands the guest (a Plan, as /softpart/plan.json in the
+//! initramfs) and what the guest sends back: one Message per line, as JSON,
+//! on the second serial port, which carries nothing else.
+
+use crate::scenario::{Policy, Scenario};
+use serde::{Deserialize, Serialize};
+use softpart_observer::counters::{CpuCounters, GroupCounters};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub scenarios: Vec<PlannedScenario>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlannedScenario {
+    pub scenario: Scenario,
+    /// (label as the user wrote it, parsed policy).
+    pub policies: Vec<(String, Policy)>,
+    pub reps: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum Message {
+    Hello(GuestInfo),
+    Run(RunResult),
+    SchedulerStopped(SchedulerExit),
+    Error { context: String, message: String },
+    Done,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuestInfo {
+    pub kernel: String,
+    pub nr_cpus: usize,
+    /// CPU list of each NUMA node, from sysfs.
+    pub nodes: Vec<String>,
+    /// SMT sibling lists, from sysfs.
+    pub smt_siblings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub policy: String,
+    pub load: u32,
+    pub rep: u32,
+    pub wall_ns: u64,
+    pub groups: BTreeMap<String, GroupResult>,
+    pub cpus: Vec<CpuCounters>,
+    /// /sys/kernel/sched_ext/state and root/ops at the end of the window.
+    pub sched_ext_state: String,
+    pub sched_ext_ops: String,
+    /// Workloads that exited before the window ended, with their stderr.
+    pub early_exits: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupResult {
+    pub counters: GroupCounters,
+    /// cpuacct.usage_percpu over the same window (ns), a cross-check that
+    /// does not depend on the observer.
+    pub cpuacct_ns: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SchedulerExit {
+    pub scenario: String,
+    pub policy: String,
+    /// Whether the scheduler attached (sched_ext state became "enabled").
+    pub attached: bool,
+    /// Exited by itself on SIGINT with status 0 and sched_ext disabled.
+    pub clean: bool,
+    pub status: String,
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+}

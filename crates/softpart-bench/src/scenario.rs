@@ -1,0 +1,340 @@
+//! Scenario files (TOML): a guest topology, groups of workloads (each in its
+//! own cgroup, with an optional home), load levels, and the policies to
+//! compare. Validated whole before anything runs.
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use softpart_core::cpulist;
+use softpart_core::topo::GuestTopo;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Guest topology, e.g. "2n2c2t".
+    pub topology: String,
+    /// Measured window per run, seconds.
+    pub duration_s: f64,
+    /// Time between starting the workloads and measuring, seconds.
+    #[serde(default = "default_warmup")]
+    pub warmup_s: f64,
+    /// Values substituted for `{load}` in commands: one table row each.
+    #[serde(default = "default_loads")]
+    pub loads: Vec<u32>,
+    /// What a load level means, for the table's first column.
+    #[serde(default = "default_load_label")]
+    pub load_label: String,
+    /// Policies to compare (see Policy::parse). Overridable on the CLI.
+    #[serde(default = "default_policies")]
+    pub policies: Vec<String>,
+    /// Repetitions of every cell.
+    #[serde(default = "default_reps")]
+    pub reps: u32,
+    #[serde(rename = "group")]
+    pub groups: Vec<Group>,
+}
+
+fn default_warmup() -> f64 {
+    1.0
+}
+fn default_loads() -> Vec<u32> {
+    vec![1]
+}
+fn default_load_label() -> String {
+    "load".into()
+}
+fn default_policies() -> Vec<String> {
+    vec!["eevdf".into(), "pinned".into(), "softpart".into()]
+}
+fn default_reps() -> u32 {
+    3
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Group {
+    /// cgroup name (a single path component).
+    pub name: String,
+    /// Shell command run in the group's cgroup; `{load}` and `{cpus}` (the
+    /// guest's CPU count) are substituted. It should run until killed.
+    pub command: String,
+    /// The group's home: where locality is measured against, what `pinned`
+    /// confines it to, and (later) what softpart prefers.
+    #[serde(default)]
+    pub home: Option<Home>,
+    /// Always confine the group to these CPUs (cpuset), under every policy.
+    #[serde(default)]
+    pub cpuset: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Home {
+    #[serde(default)]
+    pub node: Option<u32>,
+    #[serde(default)]
+    pub cpus: Option<String>,
+}
+
+/// How the CPUs are scheduled during a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Policy {
+    /// The kernel's default scheduler, no affinity.
+    Eevdf,
+    /// The default scheduler, each group with a home hard-pinned to it.
+    Pinned,
+    /// scx_softpart with these extra arguments.
+    Softpart(Vec<String>),
+    /// Any other sched_ext scheduler: a command line.
+    External(Vec<String>),
+}
+
+impl Policy {
+    /// `eevdf`, `pinned`, `softpart`, `softpart:ARGS`, `external:COMMAND ARGS`.
+    pub fn parse(s: &str) -> Result<Policy> {
+        let (kind, rest) = match s.split_once(':') {
+            Some((k, r)) => (k.trim(), Some(r)),
+            None => (s.trim(), None),
+        };
+        let words = |r: Option<&str>| -> Vec<String> {
+            r.unwrap_or("")
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        Ok(match (kind, rest) {
+            ("eevdf", None) => Policy::Eevdf,
+            ("pinned", None) => Policy::Pinned,
+            ("softpart", r) => Policy::Softpart(words(r)),
+            ("external", Some(r)) if !r.trim().is_empty() => Policy::External(words(Some(r))),
+            _ => bail!(
+                "unknown policy {s:?}: expected eevdf, pinned, softpart[:ARGS] or external:COMMAND [ARGS]"
+            ),
+        })
+    }
+
+    pub fn uses_sched_ext(&self) -> bool {
+        matches!(self, Policy::Softpart(_) | Policy::External(_))
+    }
+}
+
+impl Scenario {
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading scenario {}", path.display()))?;
+        let s: Scenario = toml::from_str(&text)
+            .with_context(|| format!("parsing scenario {}", path.display()))?;
+        s.validate()
+            .with_context(|| format!("scenario {}", path.display()))?;
+        Ok(s)
+    }
+
+    pub fn topo(&self) -> Result<GuestTopo> {
+        self.topology
+            .parse::<GuestTopo>()
+            .with_context(|| format!("field topology = {:?}", self.topology))
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let topo = self.topo()?;
+        if !(self.duration_s > 0.0 && self.duration_s <= 3600.0) {
+            bail!(
+                "field duration_s = {}: must be in (0, 3600] seconds",
+                self.duration_s
+            );
+        }
+        if !(self.warmup_s >= 0.0 && self.warmup_s <= 600.0) {
+            bail!(
+                "field warmup_s = {}: must be in [0, 600] seconds",
+                self.warmup_s
+            );
+        }
+        if self.loads.is_empty() {
+            bail!("field loads is empty: give at least one load level");
+        }
+        if self.reps == 0 || self.reps > 100 {
+            bail!("field reps = {}: must be 1 to 100", self.reps);
+        }
+        if self.groups.is_empty() {
+            bail!("no [[group]]: a scenario needs at least one group");
+        }
+        for p in &self.policies {
+            Policy::parse(p).with_context(|| "field policies".to_string())?;
+        }
+        let mut names = BTreeSet::new();
+        for g in &self.groups {
+            let ok = !g.name.is_empty()
+                && g.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !ok {
+                bail!(
+                    "group name {:?}: use letters, digits, '-' and '_' only",
+                    g.name
+                );
+            }
+            if !names.insert(&g.name) {
+                bail!("group name {:?} appears twice", g.name);
+            }
+            if g.command.trim().is_empty() {
+                bail!("group {:?}: field command is empty", g.name);
+            }
+            self.home_cpus(g, &topo)?;
+            if let Some(c) = &g.cpuset {
+                check_cpus(c, &topo)
+                    .with_context(|| format!("group {:?}: field cpuset", g.name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The CPUs of a group's home, if it has one.
+    pub fn home_cpus(&self, g: &Group, topo: &GuestTopo) -> Result<Option<BTreeSet<usize>>> {
+        let Some(home) = &g.home else {
+            return Ok(None);
+        };
+        match (home.node, &home.cpus) {
+            (Some(node), None) => {
+                if node >= topo.nodes {
+                    bail!(
+                        "group {:?}: home node = {node}, but topology {topo} has nodes 0-{}",
+                        g.name,
+                        topo.nodes - 1
+                    );
+                }
+                Ok(Some(topo.node_cpus(node).map(|c| c as usize).collect()))
+            }
+            (None, Some(cpus)) => {
+                Ok(Some(check_cpus(cpus, topo).with_context(|| {
+                    format!("group {:?}: home cpus", g.name)
+                })?))
+            }
+            _ => bail!(
+                "group {:?}: home needs exactly one of node = N or cpus = \"LIST\"",
+                g.name
+            ),
+        }
+    }
+
+    pub fn command_for(&self, g: &Group, load: u32, topo: &GuestTopo) -> String {
+        g.command
+            .replace("{load}", &load.to_string())
+            .replace("{cpus}", &topo.nr_cpus().to_string())
+    }
+}
+
+fn check_cpus(list: &str, topo: &GuestTopo) -> Result<BTreeSet<usize>> {
+    let set = cpulist::parse(list)?;
+    if set.is_empty() {
+        bail!("CPU list {list:?} is empty");
+    }
+    if let Some(bad) = set.iter().find(|&&c| c >= topo.nr_cpus() as usize) {
+        bail!(
+            "CPU {bad} in {list:?} is outside topology {topo} (CPUs 0-{})",
+            topo.nr_cpus() - 1
+        );
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+topology = "2n2c2t"
+duration_s = 5
+loads = [1, 2]
+[[group]]
+name = "a"
+command = "hackbench -g {load}"
+home = { node = 0 }
+[[group]]
+name = "b"
+command = "stress-ng --cpu {cpus}"
+home = { cpus = "4-7" }
+"#;
+
+    fn parse(s: &str) -> Result<Scenario> {
+        let sc: Scenario = toml::from_str(s)?;
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    #[test]
+    fn good_scenario() {
+        let s = parse(GOOD).unwrap();
+        let topo = s.topo().unwrap();
+        assert_eq!(s.reps, 3);
+        assert_eq!(
+            s.home_cpus(&s.groups[0], &topo).unwrap().unwrap(),
+            (0..4).collect()
+        );
+        assert_eq!(s.command_for(&s.groups[1], 2, &topo), "stress-ng --cpu 8");
+        assert_eq!(s.command_for(&s.groups[0], 2, &topo), "hackbench -g 2");
+    }
+
+    #[test]
+    fn errors_name_the_field_and_value() {
+        let cases = [
+            (GOOD.replace("node = 0", "node = 2"), "home node = 2"),
+            (GOOD.replace("4-7", "4-9"), "CPU 8 in \"4-9\""),
+            (
+                GOOD.replace("duration_s = 5", "duration_s = 0"),
+                "duration_s = 0",
+            ),
+            (GOOD.replace("\"2n2c2t\"", "\"2x2\""), "topology = \"2x2\""),
+            (
+                GOOD.replace("name = \"b\"", "name = \"a\""),
+                "\"a\" appears twice",
+            ),
+            (GOOD.replace("name = \"b\"", "name = \"b/c\""), "\"b/c\""),
+            (
+                GOOD.replace("loads = [1, 2]", "loads = [1]\npolicies = [\"cfs\"]"),
+                "unknown policy \"cfs\"",
+            ),
+            (
+                GOOD.replace("duration_s = 5", "duration_s = 5\nbogus = 1"),
+                "bogus",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = format!("{:#}", parse(&text).unwrap_err());
+            assert!(e.contains(want), "{want:?} not in {e:?}");
+        }
+    }
+
+    #[test]
+    fn policies() {
+        assert_eq!(Policy::parse("eevdf").unwrap(), Policy::Eevdf);
+        assert_eq!(
+            Policy::parse("softpart:--slice-us 1000").unwrap(),
+            Policy::Softpart(vec!["--slice-us".into(), "1000".into()])
+        );
+        assert_eq!(
+            Policy::parse("external:scx_bpfland -s 5000").unwrap(),
+            Policy::External(vec!["scx_bpfland".into(), "-s".into(), "5000".into()])
+        );
+        assert!(Policy::parse("external:").is_err());
+        assert!(Policy::parse("pinned:x").is_err());
+    }
+
+    #[test]
+    fn shipped_scenarios_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                Scenario::load(&p).unwrap();
+                n += 1;
+            }
+        }
+        assert!(n > 0, "no scenarios in {}", dir.display());
+    }
+}

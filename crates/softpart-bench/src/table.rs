@@ -1,0 +1,217 @@
+//! From raw runs to the seed-style tables: one table per figure, rows = load
+//! levels, columns = policies, each cell the median over repetitions with
+//! its range.
+
+use crate::plan::RunResult;
+use crate::scenario::Scenario;
+use anyhow::Result;
+use serde::Serialize;
+use softpart_core::hist;
+use softpart_core::stats::Summary;
+use softpart_core::topo::GuestTopo;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The figures of one run, summed over the scenario's groups.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunFigures {
+    /// Share of the homed groups' CPU time spent on their home CPUs.
+    pub locality: Option<f64>,
+    /// CPU time granted to all groups, CPU-seconds per second.
+    pub granted: f64,
+    /// The same from cpuacct (cross-check).
+    pub granted_cpuacct: f64,
+    pub run_delay_p50_us: Option<f64>,
+    pub run_delay_p99_us: Option<f64>,
+    /// Cross-node migrations of the groups' tasks, per second.
+    pub xnode_migrations_per_s: f64,
+    /// CPU-seconds per second that some CPU sat idle while a task waited.
+    pub idle_while_waiting: f64,
+}
+
+pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFigures> {
+    let wall = run.wall_ns.max(1) as f64 / 1e9;
+    let (mut home_ns, mut homed_ns, mut total_ns, mut acct_ns, mut xnode) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut merged = vec![0u64; hist::NR_BUCKETS];
+    for g in &sc.groups {
+        let Some(r) = run.groups.get(&g.name) else {
+            continue;
+        };
+        let c = &r.counters;
+        total_ns += c.total_cpu_ns();
+        acct_ns += r.cpuacct_ns.iter().sum::<u64>();
+        xnode += c.migrations[3];
+        for (i, n) in c.delay_hist.iter().enumerate() {
+            if i < merged.len() {
+                merged[i] += n;
+            }
+        }
+        if let Some(home) = sc.home_cpus(g, topo)? {
+            homed_ns += c.total_cpu_ns();
+            home_ns += c
+                .cpu_ns
+                .iter()
+                .enumerate()
+                .filter(|(cpu, _)| home.contains(cpu))
+                .map(|(_, ns)| ns)
+                .sum::<u64>();
+        }
+    }
+    let homed = sc.groups.iter().any(|g| g.home.is_some());
+    Ok(RunFigures {
+        locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
+        granted: total_ns as f64 / 1e9 / wall,
+        granted_cpuacct: acct_ns as f64 / 1e9 / wall,
+        run_delay_p50_us: hist::quantile(&merged, 0.5).map(|v| v as f64 / 1e3),
+        run_delay_p99_us: hist::quantile(&merged, 0.99).map(|v| v as f64 / 1e3),
+        xnode_migrations_per_s: xnode as f64 / wall,
+        idle_while_waiting: run.cpus.iter().map(|c| c.idle_waiting_ns).sum::<u64>() as f64
+            / 1e9
+            / wall,
+    })
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub load: u32,
+    pub policy: String,
+    pub runs: Vec<RunFigures>,
+}
+
+impl Cell {
+    pub fn summary(&self, f: impl Fn(&RunFigures) -> Option<f64>) -> Option<Summary> {
+        let v: Vec<f64> = self.runs.iter().filter_map(f).collect();
+        Summary::of(&v)
+    }
+}
+
+/// Groups runs into cells, in the scenario's load order and the given
+/// policy order.
+pub fn cells(
+    runs: &[&RunResult],
+    sc: &Scenario,
+    topo: &GuestTopo,
+    policies: &[String],
+) -> Result<Vec<Cell>> {
+    let mut map: BTreeMap<(usize, usize), Cell> = BTreeMap::new();
+    for r in runs {
+        let Some(li) = sc.loads.iter().position(|&l| l == r.load) else {
+            continue;
+        };
+        let Some(pi) = policies.iter().position(|p| *p == r.policy) else {
+            continue;
+        };
+        map.entry((li, pi))
+            .or_insert_with(|| Cell {
+                load: r.load,
+                policy: r.policy.clone(),
+                runs: vec![],
+            })
+            .runs
+            .push(figures(r, sc, topo)?);
+    }
+    Ok(map.into_values().collect())
+}
+
+type Metric = (
+    &'static str,
+    fn(&RunFigures) -> Option<f64>,
+    fn(f64) -> String,
+);
+
+pub const METRICS: &[Metric] = &[
+    (
+        "locality: % of the groups' CPU time on their home CPUs",
+        |f| f.locality.map(|x| 100.0 * x),
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "CPU time granted to the groups (CPU-s per s)",
+        |f| Some(f.granted),
+        |x| format!("{x:.2}"),
+    ),
+    (
+        "run delay p99 (us)",
+        |f| f.run_delay_p99_us,
+        |x| format!("{x:.0}"),
+    ),
+    (
+        "cross-node migrations per s",
+        |f| Some(f.xnode_migrations_per_s),
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "idle while a task waited (CPU-s per s)",
+        |f| Some(f.idle_while_waiting),
+        |x| format!("{x:.3}"),
+    ),
+];
+
+fn cell_text(s: Option<Summary>, fmt: fn(f64) -> String) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s.n == 1 => fmt(s.median),
+        Some(s) => format!("{} [{}-{}]", fmt(s.median), fmt(s.min), fmt(s.max)),
+    }
+}
+
+pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{header}");
+    let find = |load: u32, p: &str| cells.iter().find(|c| c.load == load && c.policy == p);
+    let width = 22usize.max(policies.iter().map(|p| p.len() + 2).max().unwrap_or(0));
+    for (title, f, fmt) in METRICS {
+        let any = cells.iter().any(|c| c.summary(f).is_some());
+        if !any {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}");
+        let _ = write!(
+            out,
+            "{:<14}",
+            sc.load_label.chars().take(13).collect::<String>()
+        );
+        for p in policies {
+            let _ = write!(out, "{p:>width$}");
+        }
+        let _ = writeln!(out);
+        for &load in &sc.loads {
+            let _ = write!(out, "{load:<14}");
+            for p in policies {
+                let t = cell_text(find(load, p).and_then(|c| c.summary(f)), *fmt);
+                let _ = write!(out, "{t:>width$}");
+            }
+            let _ = writeln!(out);
+        }
+    }
+    if policies.iter().any(|p| p == "eevdf") {
+        let _ = writeln!(
+            out,
+            "\nCPU time granted relative to eevdf (median / eevdf median)"
+        );
+        let _ = write!(
+            out,
+            "{:<14}",
+            sc.load_label.chars().take(13).collect::<String>()
+        );
+        for p in policies {
+            let _ = write!(out, "{p:>width$}");
+        }
+        let _ = writeln!(out);
+        for &load in &sc.loads {
+            let _ = write!(out, "{load:<14}");
+            let base = find(load, "eevdf").and_then(|c| c.summary(|f| Some(f.granted)));
+            for p in policies {
+                let v = find(load, p).and_then(|c| c.summary(|f| Some(f.granted)));
+                let t = match (v, base) {
+                    (Some(v), Some(b)) if b.median > 0.0 => format!("{:.2}", v.median / b.median),
+                    _ => "-".into(),
+                };
+                let _ = write!(out, "{t:>width$}");
+            }
+            let _ = writeln!(out);
+        }
+    }
+    out
+}

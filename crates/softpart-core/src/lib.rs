@@ -1,0 +1,8 @@
+//! softpart's pure logic, testable without a kernel: CPU lists, partitions,
+//! guest topology specs, the run-delay histogram layout and small statistics.
+
+pub mod cpulist;
+pub mod hist;
+pub mod partition;
+pub mod stats;
+pub mod topo;

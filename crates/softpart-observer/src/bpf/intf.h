@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Shared between observer.bpf.c and the Rust side (bindgen'd). The
+ * histogram layout must match softpart-core's hist.rs (checked by a test).
+ */
+#ifndef __OBSERVER_INTF_H
+#define __OBSERVER_INTF_H
+
+#ifndef __VMLINUX_H__
+typedef unsigned int u32;
+typedef unsigned long long u64;
+#endif
+
+enum observer_consts {
+	OBS_MAX_CPUS = 256,
+	OBS_MAX_GROUPS = 1024,
+	OBS_HIST_SUB_BITS = 3,
+	OBS_HIST_MAX_MSB = 40,
+	OBS_NR_BUCKETS = (OBS_HIST_MAX_MSB - OBS_HIST_SUB_BITS + 2) << OBS_HIST_SUB_BITS,
+};
+
+/* How far a migration went, nearest first. */
+enum obs_dist {
+	OBS_DIST_SMT,
+	OBS_DIST_LLC,
+	OBS_DIST_NODE,
+	OBS_DIST_XNODE,
+	OBS_NR_DIST,
+};
+
+/* Per cgroup (cgroup v2 id = inode number of its directory). */
+struct obs_group {
+	u64 cpu_ns[OBS_MAX_CPUS];
+	u64 migrations[OBS_NR_DIST];
+	u64 delay_hist[OBS_NR_BUCKETS];
+	u64 delay_ns;
+	u64 nr_delays;
+};
+
+/* Per CPU, written only by that CPU. */
+struct obs_cpu {
+	u64 run_start_ns;	/* 0 while idle */
+	u64 run_cgid;
+	u64 idle_since_ns;	/* 0 while busy */
+	u64 idle_wclock0;	/* wait clock when the idle period began */
+	u64 idle_ns;
+	u64 idle_waiting_ns;	/* idle while some task waited to run */
+};
+
+#endif /* __OBSERVER_INTF_H */

@@ -1,0 +1,193 @@
+//! softpart observer: loads a BPF tracing program that counts, per cgroup,
+//! what the running scheduler decided, whichever scheduler that is.
+//!
+//! ```no_run
+//! let obs = softpart_observer::Observer::start()?;
+//! let before = obs.snapshot()?;
+//! std::thread::sleep(std::time::Duration::from_secs(5));
+//! let window = obs.snapshot()?.since(&before);
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+
+mod bpf_intf;
+mod bpf_skel;
+pub mod cgroups;
+pub mod counters;
+pub mod report;
+
+use anyhow::{Context, Result, bail};
+use bpf_skel::*;
+use counters::{CpuCounters, GroupCounters, Snapshot};
+use libbpf_rs::MapCore;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use softpart_core::topo::CpuPlace;
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+
+pub const MAX_CPUS: usize = bpf_intf::observer_consts_OBS_MAX_CPUS as usize;
+pub const NR_BUCKETS: usize = bpf_intf::observer_consts_OBS_NR_BUCKETS as usize;
+
+pub struct Observer {
+    skel: ObserverSkel<'static>,
+    places: Vec<CpuPlace>,
+}
+
+/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Where each CPU id sits, from sysfs (via scx_utils). Core and LLC ids are
+/// renumbered to be unique machine-wide; absent CPU ids get a place of
+/// their own so that they never look close to anything.
+pub fn read_places() -> Result<Vec<CpuPlace>> {
+    let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
+    let nr = topo.all_cpus.keys().max().map_or(0, |m| m + 1);
+    let mut cores = BTreeMap::new();
+    let mut llcs = BTreeMap::new();
+    let mut places: Vec<CpuPlace> = (0..nr)
+        .map(|i| CpuPlace {
+            core: u32::MAX - i as u32,
+            llc: u32::MAX - i as u32,
+            node: u32::MAX - i as u32,
+        })
+        .collect();
+    for cpu in topo.all_cpus.values() {
+        let n = cores.len() as u32;
+        let core = *cores
+            .entry((cpu.node_id, cpu.llc_id, cpu.core_id))
+            .or_insert(n);
+        let n = llcs.len() as u32;
+        let llc = *llcs.entry((cpu.node_id, cpu.llc_id)).or_insert(n);
+        places[cpu.id] = CpuPlace {
+            core,
+            llc,
+            node: cpu.node_id as u32,
+        };
+    }
+    if nr > MAX_CPUS {
+        bail!("this machine has {nr} CPU ids; the observer supports {MAX_CPUS}");
+    }
+    Ok(places)
+}
+
+impl Observer {
+    /// Loads and attaches the tracing program. Needs root (CAP_BPF and
+    /// CAP_PERFMON) and a kernel with BTF.
+    pub fn start() -> Result<Self> {
+        let places = read_places()?;
+        // The skeleton borrows its object for its whole life; an observer
+        // lives as long as the process that made it.
+        let object: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = ObserverSkelBuilder::default()
+            .open(object)
+            .context("opening the observer BPF object")?;
+        let rodata = open.maps.rodata_data.as_mut().context("no rodata")?;
+        for (cpu, p) in places.iter().enumerate() {
+            rodata.cpu_core[cpu] = p.core;
+            rodata.cpu_llc[cpu] = p.llc;
+            rodata.cpu_node[cpu] = p.node;
+        }
+        let mut skel = open.load().context("loading the observer BPF program")?;
+        skel.attach()
+            .context("attaching to sched_switch/sched_wakeup/sched_migrate_task")?;
+        Ok(Self { skel, places })
+    }
+
+    pub fn places(&self) -> &[CpuPlace] {
+        &self.places
+    }
+
+    /// Reads every counter, adding the run or idle interval each CPU is in
+    /// right now, so a CPU-bound task that has not switched out still counts.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let at_ns = monotonic_ns();
+        let bss = self.skel.maps.bss_data.as_ref().context("no bss")?;
+        let nr = self.places.len();
+
+        let mut groups = BTreeMap::new();
+        for key in self.skel.maps.groups.keys() {
+            let Some(val) = self
+                .skel
+                .maps
+                .groups
+                .lookup(&key, libbpf_rs::MapFlags::ANY)?
+            else {
+                continue;
+            };
+            if key.len() != 8 || val.len() < std::mem::size_of::<bpf_intf::obs_group>() {
+                bail!("unexpected group map entry size");
+            }
+            let cgid = u64::from_ne_bytes(key[..8].try_into()?);
+            // SAFETY: the value is an obs_group as laid out by the BPF side
+            // (same intf.h), and its size was checked above.
+            let g: bpf_intf::obs_group =
+                unsafe { std::ptr::read_unaligned(val.as_ptr() as *const _) };
+            groups.insert(
+                cgid,
+                GroupCounters {
+                    cpu_ns: g.cpu_ns[..nr].to_vec(),
+                    migrations: g.migrations,
+                    delay_hist: g.delay_hist.to_vec(),
+                    delay_ns: g.delay_ns,
+                    nr_delays: g.nr_delays,
+                },
+            );
+        }
+
+        let wait_clock = if bss.nr_waiting > 0 && at_ns > bss.wait_since_ns {
+            bss.wait_total_ns + (at_ns - bss.wait_since_ns)
+        } else {
+            bss.wait_total_ns
+        };
+        let mut cpus = Vec::with_capacity(nr);
+        for cpu in 0..nr {
+            let c = &bss.cpus[cpu];
+            let mut cc = CpuCounters {
+                idle_ns: c.idle_ns,
+                idle_waiting_ns: c.idle_waiting_ns,
+            };
+            if c.run_start_ns != 0 && at_ns > c.run_start_ns {
+                let g = groups.entry(c.run_cgid).or_insert_with(|| GroupCounters {
+                    cpu_ns: vec![0; nr],
+                    delay_hist: vec![0; NR_BUCKETS],
+                    ..Default::default()
+                });
+                g.cpu_ns[cpu] += at_ns - c.run_start_ns;
+            } else if c.idle_since_ns != 0 && at_ns > c.idle_since_ns {
+                cc.idle_ns += at_ns - c.idle_since_ns;
+                cc.idle_waiting_ns += wait_clock.saturating_sub(c.idle_wclock0);
+            }
+            cpus.push(cc);
+        }
+        Ok(Snapshot {
+            at_ns,
+            groups,
+            cpus,
+            groups_full: bss.groups_full,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn histogram_layout_matches_core() {
+        assert_eq!(super::NR_BUCKETS, softpart_core::hist::NR_BUCKETS);
+        assert_eq!(
+            super::bpf_intf::observer_consts_OBS_HIST_SUB_BITS,
+            softpart_core::hist::SUB_BITS
+        );
+        assert_eq!(
+            super::bpf_intf::observer_consts_OBS_HIST_MAX_MSB,
+            softpart_core::hist::MAX_MSB
+        );
+    }
+}

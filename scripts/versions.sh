@@ -1,0 +1,5 @@
+# Pinned versions of everything setup.sh installs. One place to bump them.
+GUEST_KERNEL_PKG=${GUEST_KERNEL_PKG:-linux-image-6.17.13+deb13-amd64}
+ZIGLANG_VERSION=0.17.0     # ships clang 22 (BPF: -mcpu=v4)
+LIBCLANG_VERSION=18.1.1    # libclang.so for bindgen
+APT_PACKAGES="qemu-system-x86 busybox-static cpio libelf-dev zlib1g-dev pkg-config rt-tests stress-ng sysbench"
