@@ -25,6 +25,28 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends $missing
 fi
 
+qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9]*\).*/\1/p' || true)
+if [ "${qemu_major:-0}" -lt "$QEMU_MIN_MAJOR" ]; then
+  # Host sources plus bookworm-backports, in a private apt configuration:
+  # the host's own apt configuration is left as it is.
+  echo "setup: installing QEMU >= $QEMU_MIN_MAJOR from bookworm-backports (have: ${qemu_major:-none})"
+  bpo="$cache/apt-bookworm-backports"
+  rm -rf "$bpo" && mkdir -p "$bpo/parts" "$bpo/lists/partial"
+  cp /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list "$bpo/parts/" 2>/dev/null || true
+  [ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$bpo/parts/host.list"
+  uri=$(cat "$bpo"/parts/* 2>/dev/null \
+    | sed -nE 's/^(URIs:[[:space:]]*|deb[[:space:]]+(\[[^]]*\][[:space:]]+)?)(https?:[^[:space:]]+).*/\3/p' \
+    | grep -E '/debian/?$' | head -1 || true)
+  echo "deb ${uri:-http://deb.debian.org/debian} bookworm-backports main" >"$bpo/parts/backports.list"
+  apt_bpo=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$bpo/parts" -o "Dir::State::Lists=$bpo/lists")
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
+  $sudo_ apt-get "${apt_bpo[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get "${apt_bpo[@]}" install -y -qq --no-install-recommends \
+    -t bookworm-backports qemu-system-x86
+  qemu_major=$(qemu-system-x86_64 --version | sed -n 's/^QEMU emulator version \([0-9]*\).*/\1/p')
+  [ "${qemu_major:-0}" -ge "$QEMU_MIN_MAJOR" ] || { echo "setup: QEMU is still ${qemu_major:-missing}" >&2; exit 1; }
+fi
+
 venv="$cache/venv"
 stamp="$venv/.softpart-$ZIGLANG_VERSION-$LIBCLANG_VERSION"
 if [ ! -f "$stamp" ]; then
@@ -48,4 +70,4 @@ fi
 "$wrapper" --version | head -1 | grep -q 'clang version' || { echo "setup: $wrapper does not run" >&2; exit 1; }
 
 bash "$here/scripts/guest-kernel.sh" >/dev/null
-echo "setup: ok ($(cat "$cache/kernel/$GUEST_KERNEL_PKG/release") guest kernel, $("$wrapper" --version | head -1))"
+echo "setup: ok (QEMU $qemu_major, $(cat "$cache/kernel/$GUEST_KERNEL_PKG/release") guest kernel, $("$wrapper" --version | head -1))"

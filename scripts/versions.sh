@@ -2,4 +2,8 @@
 GUEST_KERNEL_PKG=${GUEST_KERNEL_PKG:-linux-image-6.17.13+deb13-amd64}
 ZIGLANG_VERSION=0.17.0     # ships clang 22 (BPF: -mcpu=v4)
 LIBCLANG_VERSION=18.1.1    # libclang.so for bindgen
-APT_PACKAGES="qemu-system-x86 busybox-static cpio libelf-dev zlib1g-dev pkg-config rt-tests stress-ng sysbench"
+# QEMU < 10 (Debian 12's 7.2) oopses the guest on a stale int3 when the
+# kernel patches static keys while sched_ext attaches under multi-threaded
+# TCG; bookworm-backports has 10.x.
+QEMU_MIN_MAJOR=10
+APT_PACKAGES="busybox-static cpio libelf-dev zlib1g-dev pkg-config rt-tests stress-ng sysbench"
