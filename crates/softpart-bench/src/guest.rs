@@ -295,7 +295,9 @@ impl Guest {
     }
 }
 
-/// Kernel log lines that mean the run cannot be trusted.
+/// Kernel log lines that mean the run cannot be trusted. Lines after the
+/// guest's `poweroff -f` ("reboot: Power down") are ignored: the kernel's
+/// own shutdown path can warn about IPIs to CPUs it already stopped.
 pub fn scan_kernel_log(log: &str) -> Vec<String> {
     let bad = [
         "BUG:",
@@ -308,6 +310,7 @@ pub fn scan_kernel_log(log: &str) -> Vec<String> {
         "hung_task",
     ];
     log.lines()
+        .take_while(|l| !l.contains("reboot: Power down"))
         .filter(|l| {
             bad.iter().any(|b| l.contains(b))
                 || (l.contains("sched_ext:")
@@ -332,5 +335,8 @@ mod tests {
                    [ 5.1] sched_ext: softpart: runnable task stall (kworker/0:1[10] failed to run for 30.1s)\n\
                    [ 6.0] WARNING: CPU: 1 PID: 0 at kernel/sched/ext.c:123\n";
         assert_eq!(scan_kernel_log(log).len(), 3);
+        let log = "[ 9.0] ok\n[ 85.2] reboot: Power down\n\
+                   [ 85.3] WARNING: CPU: 7 PID: 2 at arch/x86/kernel/apic/ipi.c:71\n";
+        assert!(scan_kernel_log(log).is_empty());
     }
 }

@@ -36,6 +36,11 @@ enum Cmd {
     /// Run the guest tests (scheduler health, observer validation) and
     /// print one line per test and a "N passed, N failed" summary.
     Test(TestOpts),
+    /// Print the tables of a results file written by `run`.
+    Report {
+        /// results/<scenario>.json
+        results: PathBuf,
+    },
     /// (inside the guest) Execute a plan; started by the guest's init.
     #[command(hide = true)]
     Agent { plan: PathBuf },
@@ -74,6 +79,7 @@ fn main() -> Result<()> {
         Cmd::Agent { plan } => agent::main(&plan),
         Cmd::Run(o) => run(o),
         Cmd::Test(o) => checks::run_guest_tests(&o.out),
+        Cmd::Report { results } => report(&results),
     }
 }
 
@@ -200,6 +206,31 @@ pub fn header(sc: &Scenario, info: Option<&GuestInfo>, reps: u32) -> String {
     )
 }
 
+#[derive(serde::Deserialize)]
+struct SavedResults {
+    scenario: Scenario,
+    guest: Option<GuestInfo>,
+    policies: Vec<String>,
+    runs: Vec<RunResult>,
+    header: Option<String>,
+}
+
+fn report(path: &Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let saved: SavedResults =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let sc = &saved.scenario;
+    let runs: Vec<&RunResult> = saved.runs.iter().collect();
+    let cells = table::cells(&runs, sc, &sc.topo()?, &saved.policies)?;
+    let reps = saved.runs.iter().map(|r| r.rep + 1).max().unwrap_or(0);
+    let header = saved
+        .header
+        .unwrap_or_else(|| header(sc, saved.guest.as_ref(), reps));
+    print!("{}", table::render(sc, &saved.policies, &cells, &header));
+    Ok(())
+}
+
 fn run(o: RunOpts) -> Result<()> {
     let mut scenarios = Vec::new();
     for p in &o.scenarios {
@@ -241,13 +272,15 @@ fn run(o: RunOpts) -> Result<()> {
             let labels: Vec<String> = ps.policies.iter().map(|(l, _)| l.clone()).collect();
             let runs: Vec<&RunResult> = gr.runs.iter().filter(|r| r.scenario == sc.name).collect();
             let cells = table::cells(&runs, sc, &sc.topo()?, &labels)?;
-            let text = table::render(sc, &labels, &cells, &header(sc, gr.info.as_ref(), ps.reps));
+            let head = header(sc, gr.info.as_ref(), ps.reps);
+            let text = table::render(sc, &labels, &cells, &head);
             println!("{text}");
             let stem = o.out.join(&sc.name);
             std::fs::write(stem.with_extension("txt"), &text)?;
             let json = serde_json::json!({
                 "scenario": sc,
                 "guest": gr.info,
+                "header": head,
                 "policies": labels,
                 "cells": cells,
                 "runs": runs,

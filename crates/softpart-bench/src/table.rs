@@ -156,62 +156,202 @@ fn cell_text(s: Option<Summary>, fmt: fn(f64) -> String) -> String {
     }
 }
 
+/// Writes one aligned table: a header row and one row per load level.
+fn write_table(
+    out: &mut String,
+    title: &str,
+    label: &str,
+    policies: &[String],
+    rows: &[(u32, Vec<String>)],
+) {
+    let first = 14usize.max(label.len() + 2);
+    let width = policies
+        .iter()
+        .map(String::len)
+        .chain(
+            rows.iter()
+                .flat_map(|(_, cells)| cells.iter().map(String::len)),
+        )
+        .max()
+        .unwrap_or(0)
+        + 3;
+    let _ = writeln!(out, "\n{title}");
+    let _ = write!(out, "{label:<first$}");
+    for p in policies {
+        let _ = write!(out, "{p:>width$}");
+    }
+    let _ = writeln!(out);
+    for (load, cells) in rows {
+        let _ = write!(out, "{load:<first$}");
+        for c in cells {
+            let _ = write!(out, "{c:>width$}");
+        }
+        let _ = writeln!(out);
+    }
+}
+
 pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{header}");
     let find = |load: u32, p: &str| cells.iter().find(|c| c.load == load && c.policy == p);
-    let width = 22usize.max(policies.iter().map(|p| p.len() + 2).max().unwrap_or(0));
     for (title, f, fmt) in METRICS {
-        let any = cells.iter().any(|c| c.summary(f).is_some());
-        if !any {
+        if !cells.iter().any(|c| c.summary(f).is_some()) {
             continue;
         }
-        let _ = writeln!(out, "\n{title}");
-        let _ = write!(
-            out,
-            "{:<14}",
-            sc.load_label.chars().take(13).collect::<String>()
-        );
-        for p in policies {
-            let _ = write!(out, "{p:>width$}");
-        }
-        let _ = writeln!(out);
-        for &load in &sc.loads {
-            let _ = write!(out, "{load:<14}");
-            for p in policies {
-                let t = cell_text(find(load, p).and_then(|c| c.summary(f)), *fmt);
-                let _ = write!(out, "{t:>width$}");
-            }
-            let _ = writeln!(out);
-        }
+        let rows: Vec<(u32, Vec<String>)> = sc
+            .loads
+            .iter()
+            .map(|&load| {
+                let texts = policies
+                    .iter()
+                    .map(|p| cell_text(find(load, p).and_then(|c| c.summary(f)), *fmt))
+                    .collect();
+                (load, texts)
+            })
+            .collect();
+        write_table(&mut out, title, &sc.load_label, policies, &rows);
     }
     if policies.iter().any(|p| p == "eevdf") {
-        let _ = writeln!(
-            out,
-            "\nCPU time granted relative to eevdf (median / eevdf median)"
+        let granted = |c: &Cell| c.summary(|f| Some(f.granted));
+        let rows: Vec<(u32, Vec<String>)> = sc
+            .loads
+            .iter()
+            .map(|&load| {
+                let base = find(load, "eevdf").and_then(granted);
+                let texts = policies
+                    .iter()
+                    .map(|p| match (find(load, p).and_then(granted), base) {
+                        (Some(v), Some(b)) if b.median > 0.0 => {
+                            format!("{:.2}", v.median / b.median)
+                        }
+                        _ => "-".into(),
+                    })
+                    .collect();
+                (load, texts)
+            })
+            .collect();
+        write_table(
+            &mut out,
+            "CPU time granted relative to eevdf (median / eevdf median)",
+            &sc.load_label,
+            policies,
+            &rows,
         );
-        let _ = write!(
-            out,
-            "{:<14}",
-            sc.load_label.chars().take(13).collect::<String>()
-        );
-        for p in policies {
-            let _ = write!(out, "{p:>width$}");
-        }
-        let _ = writeln!(out);
-        for &load in &sc.loads {
-            let _ = write!(out, "{load:<14}");
-            let base = find(load, "eevdf").and_then(|c| c.summary(|f| Some(f.granted)));
-            for p in policies {
-                let v = find(load, p).and_then(|c| c.summary(|f| Some(f.granted)));
-                let t = match (v, base) {
-                    (Some(v), Some(b)) if b.median > 0.0 => format!("{:.2}", v.median / b.median),
-                    _ => "-".into(),
-                };
-                let _ = write!(out, "{t:>width$}");
-            }
-            let _ = writeln!(out);
-        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::GroupResult;
+    use softpart_observer::counters::{CpuCounters, GroupCounters};
+
+    fn scenario() -> Scenario {
+        let sc: Scenario = toml::from_str(
+            r#"
+name = "t"
+topology = "2n2c2t"
+duration_s = 2
+loads = [1]
+[[group]]
+name = "a"
+command = "x"
+home = { node = 0 }
+[[group]]
+name = "b"
+command = "y"
+"#,
+        )
+        .unwrap();
+        sc.validate().unwrap();
+        sc
+    }
+
+    fn run(policy: &str, a_cpu: [u64; 8], xnode: u64) -> RunResult {
+        let mut groups = BTreeMap::new();
+        let mut hist = vec![0; hist::NR_BUCKETS];
+        hist[hist::bucket(10_000)] = 100;
+        groups.insert(
+            "a".to_string(),
+            GroupResult {
+                counters: GroupCounters {
+                    cpu_ns: a_cpu.to_vec(),
+                    migrations: [0, 0, 0, xnode],
+                    delay_hist: hist,
+                    delay_ns: 1_000_000,
+                    nr_delays: 100,
+                },
+                cpuacct_ns: a_cpu.to_vec(),
+            },
+        );
+        groups.insert(
+            "b".to_string(),
+            GroupResult {
+                counters: GroupCounters {
+                    cpu_ns: vec![0, 0, 0, 0, 0, 0, 0, 2_000_000_000],
+                    ..Default::default()
+                },
+                cpuacct_ns: vec![0; 8],
+            },
+        );
+        RunResult {
+            scenario: "t".into(),
+            policy: policy.into(),
+            load: 1,
+            rep: 0,
+            wall_ns: 2_000_000_000,
+            groups,
+            cpus: vec![
+                CpuCounters {
+                    idle_ns: 1_000_000_000,
+                    idle_waiting_ns: 500_000_000
+                };
+                8
+            ],
+            sched_ext_state: "disabled".into(),
+            sched_ext_ops: String::new(),
+            early_exits: vec![],
+        }
+    }
+
+    #[test]
+    fn figures_of_a_run() {
+        let sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        let f = figures(&run("eevdf", [s, s, s, 0, s, 0, 0, 0], 4), &sc, &topo).unwrap();
+        assert_eq!(
+            f.locality,
+            Some(0.75),
+            "3 of a's 4 CPU-s on node 0; b has no home"
+        );
+        assert_eq!(f.granted, 3.0, "(4 + 2) CPU-s over 2 s");
+        assert_eq!(f.granted_cpuacct, 2.0);
+        assert_eq!(f.xnode_migrations_per_s, 2.0);
+        assert_eq!(f.idle_while_waiting, 2.0, "8 CPUs x 0.5 s over 2 s");
+        let p99 = f.run_delay_p99_us.unwrap();
+        assert!((10.0..=11.5).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn table_has_medians_ranges_and_ratios() {
+        let sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        let runs = [
+            run("eevdf", [s, s, 0, 0, s, s, 0, 0], 0),
+            run("eevdf", [s, 0, 0, 0, s, s, s, 0], 0),
+            run("eevdf", [s, s, s, 0, s, 0, 0, 0], 0),
+            run("pinned", [s, s, s, s, 0, 0, 0, 0], 0),
+        ];
+        let refs: Vec<&RunResult> = runs.iter().collect();
+        let policies = vec!["eevdf".to_string(), "pinned".to_string()];
+        let cells = cells(&refs, &sc, &topo, &policies).unwrap();
+        assert_eq!(cells.len(), 2);
+        let text = render(&sc, &policies, &cells, "header");
+        assert!(text.contains("50.0 [25.0-75.0]"), "{text}");
+        assert!(text.contains("100.0"), "{text}");
+        assert!(text.contains("1.00"), "{text}");
+    }
 }
