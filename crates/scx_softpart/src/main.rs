@@ -74,6 +74,14 @@ struct Scheduler<'a> {
 
 impl<'a> Scheduler<'a> {
     fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        if !std::path::Path::new("/sys/kernel/sched_ext").exists() {
+            bail!(
+                "this kernel ({}) has no sched_ext: scx_softpart needs Linux >= 6.12 built with CONFIG_SCHED_CLASS_EXT=y",
+                std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .unwrap_or_default()
+                    .trim()
+            );
+        }
         let topo = Topology::new().context("reading the CPU topology")?;
         let parts = partitions::from_topology(&topo, opts.partitions.as_deref())?;
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;

@@ -72,7 +72,11 @@ fn guest_info() -> GuestInfo {
         nr_cpus: cpulist::parse(&read_trim("/sys/devices/system/cpu/online"))
             .map_or(0, |s| s.len()),
         nodes,
-        smt_siblings: sib.into_iter().collect(),
+        smt_siblings: {
+            let mut v: Vec<String> = sib.into_iter().collect();
+            v.sort_by_key(|l| cpulist::parse(l).ok().and_then(|s| s.first().copied()));
+            v
+        },
     }
 }
 

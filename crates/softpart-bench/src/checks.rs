@@ -2,11 +2,12 @@
 //! test below checks a property of what came back. Margins are wide enough
 //! never to flake under TCG; the bench carries the precise figures.
 
-use crate::plan::{Message, RunResult, SchedulerExit};
+use crate::plan::{GuestInfo, Message, RunResult, SchedulerExit};
 use crate::scenario::Scenario;
 use crate::{boot, plan_for};
 use anyhow::{Context, Result, bail};
 use softpart_core::hist;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 const SCENARIOS: &[(&str, &str)] = &[
@@ -17,6 +18,14 @@ const SCENARIOS: &[(&str, &str)] = &[
     (
         "observer-validation",
         include_str!("../guest-tests/observer-validation.toml"),
+    ),
+    (
+        "topology-4n2c2t",
+        include_str!("../guest-tests/topology-4n2c2t.toml"),
+    ),
+    (
+        "topology-1n4c2t",
+        include_str!("../guest-tests/topology-1n4c2t.toml"),
     ),
 ];
 
@@ -46,9 +55,13 @@ const TESTS: &[(&str, Check)] = &[
         "observer_sees_run_delay_and_idle_while_waiting",
         observer_run_delay,
     ),
+    ("topology_4n2c2t_guest_and_partitions", topology_4n),
+    ("topology_1n4c2t_guest_and_partitions", topology_1n),
 ];
 
 pub struct Results {
+    /// Guest facts by topology spec.
+    pub guests: BTreeMap<String, GuestInfo>,
     pub problems: Vec<String>,
     pub runs: Vec<RunResult>,
     pub exits: Vec<SchedulerExit>,
@@ -79,26 +92,45 @@ pub fn run_guest_tests(out: &Path) -> Result<()> {
         .iter()
         .map(|(n, _)| scenario(n))
         .collect::<Result<Vec<_>>>()?;
-    let plan = plan_for(&scenarios, None, None)?;
-    eprintln!("guest tests: booting a 2n2c2t guest");
-    let gr = boot(&plan, out)?;
-    eprintln!(
-        "guest tests: guest ran {:.0} s; console log {}",
-        gr.elapsed.as_secs_f64(),
-        gr.console_path.display()
-    );
-    let results = Results {
-        problems: gr.problems,
-        runs: gr.runs,
-        exits: gr
-            .messages
+    let mut topologies: Vec<String> = scenarios.iter().map(|s| s.topology.clone()).collect();
+    topologies.sort();
+    topologies.dedup();
+    let mut results = Results {
+        guests: BTreeMap::new(),
+        problems: vec![],
+        runs: vec![],
+        exits: vec![],
+    };
+    let mut logs = Vec::new();
+    for topo in &topologies {
+        let group: Vec<Scenario> = scenarios
             .iter()
-            .filter_map(|m| match m {
+            .filter(|s| &s.topology == topo)
+            .cloned()
+            .collect();
+        let plan = plan_for(&group, None, None)?;
+        eprintln!("guest tests: booting a {topo} guest");
+        let gr = boot(&plan, &out.join(topo))?;
+        eprintln!(
+            "guest tests: {topo} guest ran {:.0} s; console log {}",
+            gr.elapsed.as_secs_f64(),
+            gr.console_path.display()
+        );
+        logs.push(gr.console_path.display().to_string());
+        if let Some(info) = gr.info {
+            results.guests.insert(topo.clone(), info);
+        }
+        results
+            .problems
+            .extend(gr.problems.into_iter().map(|p| format!("{topo}: {p}")));
+        results.runs.extend(gr.runs);
+        results
+            .exits
+            .extend(gr.messages.iter().filter_map(|m| match m {
                 Message::SchedulerStopped(s) => Some(s.clone()),
                 _ => None,
-            })
-            .collect(),
-    };
+            }));
+    }
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in TESTS {
         match check(&results) {
@@ -115,8 +147,8 @@ pub fn run_guest_tests(out: &Path) -> Result<()> {
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         bail!(
-            "{failed} guest test(s) failed; console log: {}",
-            gr.console_path.display()
+            "{failed} guest test(s) failed; console logs: {}",
+            logs.join(" ")
         );
     }
     Ok(())
@@ -292,4 +324,78 @@ fn observer_run_delay(r: &Results) -> Result<()> {
         bail!("idle while waiting {waiting_idle:.2} CPU-s/s, expected about 2");
     }
     Ok(())
+}
+
+fn topology_check(r: &Results, spec: &str, nodes: &[&str], parts: &str) -> Result<()> {
+    let info = r
+        .guests
+        .get(spec)
+        .with_context(|| format!("no {spec} guest came up"))?;
+    if info.nodes != nodes {
+        bail!(
+            "{spec} guest has NUMA nodes {:?}, expected {nodes:?}",
+            info.nodes
+        );
+    }
+    let pairs = info.nr_cpus / 2;
+    if info.smt_siblings.len() != pairs
+        || info.smt_siblings.first().map(String::as_str) != Some("0-1")
+    {
+        bail!(
+            "{spec} guest has SMT siblings {:?}, expected {pairs} pairs 0-1, 2-3, ...",
+            info.smt_siblings
+        );
+    }
+    let scenario = format!("topology-{spec}");
+    let exit = r
+        .exits
+        .iter()
+        .find(|e| e.scenario == scenario)
+        .with_context(|| format!("scx_softpart never attached on {spec}"))?;
+    if !exit.stderr_tail.contains(parts) {
+        bail!(
+            "scx_softpart on {spec} did not report {parts:?}: {}",
+            exit.stderr_tail
+        );
+    }
+    if !exit.clean {
+        bail!(
+            "scx_softpart on {spec} exited {}: {}",
+            exit.status,
+            exit.stderr_tail
+        );
+    }
+    let granted = |policy: &str| -> Result<f64> {
+        let run = r
+            .runs
+            .iter()
+            .find(|x| x.scenario == scenario && x.policy == policy)
+            .with_context(|| format!("no {policy} run on {spec}"))?;
+        let ns: u64 = run.groups.values().map(|g| g.counters.total_cpu_ns()).sum();
+        Ok(ns as f64 / run.wall_ns as f64)
+    };
+    let (softpart, eevdf) = (granted("softpart")?, granted("eevdf")?);
+    // More runnable threads than CPUs: every CPU should be busy. Under TCG
+    // idle vCPUs wake slowly, so the bar is what the default scheduler
+    // achieves in the same boot.
+    if softpart < 0.9 * eevdf || softpart < 0.7 * info.nr_cpus as f64 {
+        bail!(
+            "scx_softpart granted {softpart:.1} CPU-s/s, eevdf {eevdf:.1}, on {} CPUs with more work than CPUs",
+            info.nr_cpus
+        );
+    }
+    Ok(())
+}
+
+fn topology_4n(r: &Results) -> Result<()> {
+    topology_check(
+        r,
+        "4n2c2t",
+        &["0-3", "4-7", "8-11", "12-15"],
+        "partitions: PART-0 0-3, PART-1 4-7, PART-2 8-11, PART-3 12-15",
+    )
+}
+
+fn topology_1n(r: &Results) -> Result<()> {
+    topology_check(r, "1n4c2t", &["0-7"], "partitions: PART-0 0-7")
 }
