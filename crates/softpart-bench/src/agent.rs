@@ -259,6 +259,34 @@ fn read_percpu(path: &Path) -> Result<Vec<u64>> {
         .collect()
 }
 
+/// run_delay of every thread in a cgroup, by tid.
+fn schedstat_delays(cg: &Path) -> BTreeMap<u32, u64> {
+    let mut out = BTreeMap::new();
+    let Ok(text) = fs::read_to_string(cg.join("cgroup.threads")) else {
+        return out;
+    };
+    for tid in text
+        .split_whitespace()
+        .filter_map(|t| t.parse::<u32>().ok())
+    {
+        if let Ok(st) = fs::read_to_string(format!("/proc/{tid}/schedstat"))
+            && let Some(delay) = st.split_whitespace().nth(1).and_then(|v| v.parse().ok())
+        {
+            out.insert(tid, delay);
+        }
+    }
+    out
+}
+
+/// Growth between two reads; threads that appeared count from zero, threads
+/// that left are not counted (their last waits are lost to both reads).
+fn delay_growth(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>) -> u64 {
+    after
+        .iter()
+        .map(|(tid, d)| d.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum()
+}
+
 struct Workload {
     name: String,
     cg: PathBuf,
@@ -333,9 +361,11 @@ fn run_once(
             .iter()
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
             .collect::<Result<_>>()?;
+        let sched0: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let s0 = obs.snapshot()?;
         std::thread::sleep(Duration::from_secs_f64(sc.duration_s));
         let s1 = obs.snapshot()?;
+        let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let acct1: Vec<Vec<u64>> = workloads
             .iter()
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
@@ -366,6 +396,7 @@ fn run_once(
                 GroupResult {
                     counters,
                     cpuacct_ns,
+                    schedstat_delay_ns: delay_growth(&sched0[i], &sched1[i]),
                 },
             );
         }

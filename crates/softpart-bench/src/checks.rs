@@ -29,7 +29,8 @@ const SCENARIOS: &[(&str, &str)] = &[
     ),
 ];
 
-type Check = fn(&Results) -> Result<()>;
+/// A check returns what it measured, printed beside "ok".
+type Check = fn(&Results) -> Result<String>;
 
 const TESTS: &[(&str, Check)] = &[
     ("no_kernel_problems", no_kernel_problems),
@@ -54,6 +55,10 @@ const TESTS: &[(&str, Check)] = &[
     (
         "observer_sees_run_delay_and_idle_while_waiting",
         observer_run_delay,
+    ),
+    (
+        "observer_run_delay_agrees_with_schedstat",
+        observer_run_delay_schedstat,
     ),
     ("topology_4n2c2t_guest_and_partitions", topology_4n),
     ("topology_1n4c2t_guest_and_partitions", topology_1n),
@@ -134,8 +139,8 @@ pub fn run_guest_tests(out: &Path) -> Result<()> {
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in TESTS {
         match check(&results) {
-            Ok(()) => {
-                println!("test guest::{name} ... ok");
+            Ok(measured) => {
+                println!("test guest::{name} ... ok ({measured})");
                 passed += 1;
             }
             Err(e) => {
@@ -154,14 +159,14 @@ pub fn run_guest_tests(out: &Path) -> Result<()> {
     Ok(())
 }
 
-fn no_kernel_problems(r: &Results) -> Result<()> {
+fn no_kernel_problems(r: &Results) -> Result<String> {
     if !r.problems.is_empty() {
         bail!("{}", r.problems.join("\n"));
     }
-    Ok(())
+    Ok("kernel log clean".into())
 }
 
-fn softpart_stays_attached(r: &Results) -> Result<()> {
+fn softpart_stays_attached(r: &Results) -> Result<String> {
     let run = r.run("scheduler-health")?;
     if run.sched_ext_state != "enabled" || !run.sched_ext_ops.starts_with("softpart") {
         bail!(
@@ -173,7 +178,11 @@ fn softpart_stays_attached(r: &Results) -> Result<()> {
     if !run.early_exits.is_empty() {
         bail!("workloads died: {:?}", run.early_exits);
     }
-    Ok(())
+    Ok(format!(
+        "{} after {:.0} s",
+        run.sched_ext_state,
+        run.wall_ns as f64 / 1e9
+    ))
 }
 
 /// The counters line scx_softpart prints when it exits.
@@ -187,7 +196,7 @@ fn softpart_counters(exit: &SchedulerExit) -> Result<serde_json::Value> {
     Ok(v["softpart_counters"].clone())
 }
 
-fn softpart_unloads_cleanly(r: &Results) -> Result<()> {
+fn softpart_unloads_cleanly(r: &Results) -> Result<String> {
     let exit = r
         .exits
         .iter()
@@ -210,12 +219,16 @@ fn softpart_unloads_cleanly(r: &Results) -> Result<()> {
     if placed == 0 || dispatched == 0 || get("enqueue") == 0 {
         bail!("the fast path did not run: {c}");
     }
-    Ok(())
+    Ok(format!(
+        "{placed} wakeups placed on idle CPUs, {} queued, {dispatched} dispatches",
+        get("enqueue")
+    ))
 }
 
-fn softpart_keeps_groups_running(r: &Results) -> Result<()> {
+fn softpart_keeps_groups_running(r: &Results) -> Result<String> {
     let run = r.run("scheduler-health")?;
     let wall = run.wall_ns as f64 / 1e9;
+    let mut seen = Vec::new();
     for (name, g) in &run.groups {
         let cpu = g.counters.total_cpu_ns() as f64 / 1e9;
         if cpu < 0.05 * wall {
@@ -225,8 +238,13 @@ fn softpart_keeps_groups_running(r: &Results) -> Result<()> {
         if max > 5.0 {
             bail!("group {name} waited up to {max:.1} s to run (watchdog is 30 s)");
         }
+        seen.push(format!(
+            "{name} {:.1} CPU-s/s, max wait {:.0} ms",
+            cpu / wall,
+            max * 1e3
+        ));
     }
-    Ok(())
+    Ok(seen.join("; "))
 }
 
 fn group<'a>(run: &'a RunResult, name: &str) -> Result<&'a crate::plan::GroupResult> {
@@ -235,7 +253,7 @@ fn group<'a>(run: &'a RunResult, name: &str) -> Result<&'a crate::plan::GroupRes
         .with_context(|| format!("no group {name} in the results"))
 }
 
-fn observer_pinned_group(r: &Results) -> Result<()> {
+fn observer_pinned_group(r: &Results) -> Result<String> {
     let run = r.run("observer-validation")?;
     let g = &group(run, "pinned0")?.counters;
     let total = g.total_cpu_ns();
@@ -257,23 +275,28 @@ fn observer_pinned_group(r: &Results) -> Result<()> {
     if !(3.6..=4.1).contains(&rate) {
         bail!("pinned0 (4 threads on 4 CPUs) got {rate:.2} CPU-s/s, expected ~4");
     }
-    Ok(())
+    Ok(format!(
+        "{:.2}% on node 0, {rate:.2} CPU-s/s",
+        share * 100.0
+    ))
 }
 
-fn observer_hog_wall_time(r: &Results) -> Result<()> {
+fn observer_hog_wall_time(r: &Results) -> Result<String> {
     let run = r.run("observer-validation")?;
     let g = &group(run, "hog")?.counters;
     let ratio = g.total_cpu_ns() as f64 / run.wall_ns as f64;
     if !(0.95..=1.05).contains(&ratio) {
         bail!("the hog's CPU time is {ratio:.3} x wall time, expected 1 +- 5%");
     }
-    Ok(())
+    Ok(format!("{ratio:.3} x wall time"))
 }
 
-fn observer_agrees_with_cpuacct(r: &Results) -> Result<()> {
+fn observer_agrees_with_cpuacct(r: &Results) -> Result<String> {
     let run = r.run("observer-validation")?;
+    let mut worst: f64 = 0.0;
     for (name, g) in &run.groups {
         let obs = g.counters.total_cpu_ns() as f64;
+        worst = worst.max((obs / g.cpuacct_ns.iter().sum::<u64>().max(1) as f64 - 1.0).abs());
         let acct: f64 = g.cpuacct_ns.iter().sum::<u64>() as f64;
         if acct <= 0.0 || (obs / acct - 1.0).abs() > 0.05 {
             bail!(
@@ -299,10 +322,13 @@ fn observer_agrees_with_cpuacct(r: &Results) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(format!(
+        "largest per-group difference {:.2}%",
+        worst * 100.0
+    ))
 }
 
-fn observer_run_delay(r: &Results) -> Result<()> {
+fn observer_run_delay(r: &Results) -> Result<String> {
     let run = r.run("observer-validation")?;
     let g = &group(run, "crowded")?.counters;
     let on7 = g.cpu_ns.get(7).copied().unwrap_or(0) as f64 / g.total_cpu_ns().max(1) as f64;
@@ -323,10 +349,13 @@ fn observer_run_delay(r: &Results) -> Result<()> {
     if waiting_idle < 1.0 {
         bail!("idle while waiting {waiting_idle:.2} CPU-s/s, expected about 2");
     }
-    Ok(())
+    Ok(format!(
+        "crowded p50 {} us, idle while waiting {waiting_idle:.2} CPU-s/s",
+        p50 / 1000
+    ))
 }
 
-fn topology_check(r: &Results, spec: &str, nodes: &[&str], parts: &str) -> Result<()> {
+fn topology_check(r: &Results, spec: &str, nodes: &[&str], parts: &str) -> Result<String> {
     let info = r
         .guests
         .get(spec)
@@ -384,10 +413,13 @@ fn topology_check(r: &Results, spec: &str, nodes: &[&str], parts: &str) -> Resul
             info.nr_cpus
         );
     }
-    Ok(())
+    Ok(format!(
+        "scx_softpart {softpart:.1} CPU-s/s, eevdf {eevdf:.1}, {} CPUs",
+        info.nr_cpus
+    ))
 }
 
-fn topology_4n(r: &Results) -> Result<()> {
+fn topology_4n(r: &Results) -> Result<String> {
     topology_check(
         r,
         "4n2c2t",
@@ -396,6 +428,24 @@ fn topology_4n(r: &Results) -> Result<()> {
     )
 }
 
-fn topology_1n(r: &Results) -> Result<()> {
+fn topology_1n(r: &Results) -> Result<String> {
     topology_check(r, "1n4c2t", &["0-7"], "partitions: PART-0 0-7")
+}
+
+/// The observer's total wait time against the kernel's schedstat run_delay,
+/// for the group that waits most (four threads on one CPU). Waits that
+/// straddle the window's edges are counted differently by the two, so the
+/// margin is 10%.
+fn observer_run_delay_schedstat(r: &Results) -> Result<String> {
+    let run = r.run("observer-validation")?;
+    let g = group(run, "crowded")?;
+    let obs = g.counters.delay_ns as f64 / 1e9;
+    let kernel = g.schedstat_delay_ns as f64 / 1e9;
+    if kernel < 1.0 {
+        bail!("schedstat shows only {kernel:.2} s of run delay for 4 threads sharing one CPU");
+    }
+    if (obs / kernel - 1.0).abs() > 0.10 {
+        bail!("observer run delay {obs:.2} s vs schedstat {kernel:.2} s");
+    }
+    Ok(format!("observer {obs:.2} s, schedstat {kernel:.2} s"))
 }

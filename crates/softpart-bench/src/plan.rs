@@ -62,6 +62,11 @@ pub struct GroupResult {
     /// cpuacct.usage_percpu over the same window (ns), a cross-check that
     /// does not depend on the observer.
     pub cpuacct_ns: Vec<u64>,
+    /// Growth of schedstat run_delay (/proc/PID/task/TID/schedstat, field
+    /// 2) summed over the group's threads across the window: the kernel's
+    /// own count of time runnable but not running.
+    #[serde(default)]
+    pub schedstat_delay_ns: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

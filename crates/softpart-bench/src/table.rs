@@ -283,6 +283,7 @@ command = "y"
                     nr_delays: 100,
                 },
                 cpuacct_ns: a_cpu.to_vec(),
+                schedstat_delay_ns: 0,
             },
         );
         groups.insert(
@@ -293,6 +294,7 @@ command = "y"
                     ..Default::default()
                 },
                 cpuacct_ns: vec![0; 8],
+                schedstat_delay_ns: 0,
             },
         );
         RunResult {
