@@ -1,25 +1,37 @@
 //! scx_softpart: soft CPU partitions as a sched_ext scheduler.
 //!
 //! The Rust side reads the topology, decides the partitions, hands them to
-//! the BPF fast path (src/bpf/main.bpf.c) and reports how the scheduler
+//! the BPF fast path (src/bpf/main.bpf.c), serves the control socket that
+//! gives tasks and cgroups their homes, and reports how the scheduler
 //! exited. It makes no per-event decision itself.
 
 mod bpf_intf;
 mod bpf_skel;
+mod control;
+mod homes;
+mod machine;
 mod partitions;
 
 use anyhow::{Context, Result, bail};
 use bpf_skel::*;
 use clap::Parser;
-use libbpf_rs::OpenObject;
-use log::info;
+use control::{Call, Peer};
+use homes::HomeTable;
+use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
+use log::{info, warn};
+use machine::Machine;
 use scx_utils::{
     Topology, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report,
 };
+use softpart_core::control::{Request, Response, Target, TaskView};
 use softpart_core::cpulist;
+use std::collections::BTreeSet;
 use std::mem::MaybeUninit;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 const SCHEDULER_NAME: &str = "scx_softpart";
@@ -28,10 +40,13 @@ const SCHEDULER_NAME: &str = "scx_softpart";
 /// side by side.
 ///
 /// CPUs are grouped into partitions (by default one per NUMA node, or one
-/// per LLC when a node has several). A waking task goes to an idle CPU near
-/// where it last ran, preferring a whole idle core in its partition; when
-/// none is idle it queues on its partition, and any idle CPU allowed to run
-/// it is woken to take it: no CPU stays idle while work it may run waits.
+/// per LLC when a node has several). A task or cgroup may have a home
+/// (`softpart prefer ...`): it wakes on an idle CPU at home when there is
+/// one, and spills to idle CPUs elsewhere, nearest first, when there is
+/// not; a task without a home stays near the partition it last ran in.
+/// When no CPU is idle a task queues at home, and any idle CPU allowed to
+/// run it is woken to take it: no CPU stays idle while work it may run
+/// waits. A task's real affinity (taskset, cpuset) is never widened.
 ///
 /// Stop it with Ctrl-C or SIGTERM: the kernel then returns every task to
 /// the default scheduler. If this process dies, the kernel does the same.
@@ -58,11 +73,20 @@ struct Opts {
     #[arg(long)]
     no_idle_core: bool,
 
+    /// Look at no more than this many cores at home for an idle CPU, from a
+    /// rotating start (seed 003's bounded scan); 0 = the whole home.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    scan_cores: u32,
+
+    /// Where the `softpart` CLI reaches the scheduler.
+    #[arg(long, default_value = softpart_core::control::DEFAULT_SOCKET)]
+    control_socket: PathBuf,
+
     /// Kernel exit dump length (0 = kernel default).
     #[arg(long, default_value_t = 0)]
     exit_dump_len: u32,
 
-    /// Print libbpf's messages.
+    /// Print libbpf's messages (including the verifier's log on failure).
     #[arg(short, long)]
     verbose: bool,
 }
@@ -70,11 +94,14 @@ struct Opts {
 struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
+    machine: Machine,
+    homes: HomeTable,
+    calls: Receiver<Call>,
 }
 
 impl<'a> Scheduler<'a> {
     fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
-        if !std::path::Path::new("/sys/kernel/sched_ext").exists() {
+        if !Path::new("/sys/kernel/sched_ext").exists() {
             bail!(
                 "this kernel ({}) has no sched_ext: scx_softpart needs Linux >= 6.12 built with CONFIG_SCHED_CLASS_EXT=y",
                 std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -83,6 +110,7 @@ impl<'a> Scheduler<'a> {
             );
         }
         let topo = Topology::new().context("reading the CPU topology")?;
+        let machine = Machine::from_topology(&topo);
         let parts = partitions::from_topology(&topo, opts.partitions.as_deref())?;
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
         if nr_cpu_ids > bpf_intf::softpart_consts_SP_MAX_CPUS as usize {
@@ -91,6 +119,7 @@ impl<'a> Scheduler<'a> {
                 bpf_intf::softpart_consts_SP_MAX_CPUS
             );
         }
+        let calls = control::serve(&opts.control_socket)?;
         info!(
             "{SCHEDULER_NAME} {}: {} CPUs, SMT {}, partitions: {}",
             env!("CARGO_PKG_VERSION"),
@@ -99,10 +128,14 @@ impl<'a> Scheduler<'a> {
             partitions::describe(&parts)
         );
 
-        let mut builder = BpfSkelBuilder::default();
-        builder.obj_builder.debug(opts.verbose);
+        // No obj_builder.debug(): it would replace the libbpf logger set
+        // up in main().
+        let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(builder, open_object, softpart_ops, None)?;
         skel.struct_ops.softpart_ops_mut().exit_dump_len = opts.exit_dump_len;
+        // Slice ends of a CPU's last runnable task reach enqueue(), where a
+        // task away from home can go back.
+        skel.struct_ops.softpart_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_LAST;
 
         let rodata = skel.maps.rodata_data.as_mut().context("no rodata")?;
         rodata.nr_cpus = nr_cpu_ids as u32;
@@ -110,40 +143,246 @@ impl<'a> Scheduler<'a> {
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.slice_lag_ns = opts.slice_lag_us * 1000;
         rodata.smt_enabled = topo.smt_enabled && !opts.no_idle_core;
+        rodata.scan_cores = opts.scan_cores;
+        rodata.threads_per_core = machine.threads_per_core as u32;
         for (cpu, part) in softpart_core::partition::cpu_to_part(&parts, nr_cpu_ids)
             .into_iter()
             .enumerate()
         {
             rodata.cpu_part[cpu] = part;
         }
+        for (cpu, &sib) in machine.sibling.iter().enumerate() {
+            if cpu < rodata.cpu_sibling.len() {
+                rodata.cpu_sibling[cpu] = sib as u32;
+            }
+        }
+        let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
+        for (a, order) in machine.part_order(&parts).iter().enumerate() {
+            for (i, &b) in order.iter().enumerate() {
+                rodata.part_order[a * max_parts + i] = b as u32;
+            }
+        }
 
         let mut skel = scx_ops_load!(skel, softpart_ops, uei)?;
         let link = scx_ops_attach!(skel, softpart_ops)?;
-        info!(
-            "attached; online CPUs {}",
-            cpulist::format(topo.all_cpus.keys())
-        );
+        info!("attached; control socket {}", opts.control_socket.display());
         Ok(Self {
             skel,
             link: Some(link),
+            machine,
+            homes: HomeTable::default(),
+            calls,
         })
     }
 
     fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            std::thread::sleep(Duration::from_millis(200));
+            match self.calls.recv_timeout(Duration::from_millis(100)) {
+                Ok(call) => {
+                    let resp = self.handle(call.req, &call.peer);
+                    let _ = call.reply.send(resp);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => bail!("the control socket thread died"),
+            }
         }
         self.print_counters();
         let _ = self.link.take();
         uei_report!(&self.skel, uei)
     }
 
+    fn handle(&mut self, req: Request, peer: &Peer) -> Response {
+        match self.try_handle(req, peer) {
+            Ok(r) => r,
+            Err(e) => Response::Error {
+                message: format!("{e:#}"),
+            },
+        }
+    }
+
+    /// The fast path's id for a home, defining it there if it is new.
+    fn home_id(&mut self, cpus: &BTreeSet<usize>) -> Result<u32> {
+        let (id, new) = self.homes.intern(cpus)?;
+        if new {
+            let mut args = bpf_intf::sp_home_args {
+                id,
+                pad: 0,
+                cpus: homes::words(cpus),
+                near: homes::words(&self.machine.near(cpus)),
+            };
+            // SAFETY: the program reads exactly one sp_home_args from its
+            // context, which lives on this stack frame for the call.
+            let ctx = unsafe {
+                std::slice::from_raw_parts_mut(
+                    &mut args as *mut _ as *mut u8,
+                    std::mem::size_of_val(&args),
+                )
+            };
+            let out = self.skel.progs.set_home.test_run(ProgramInput {
+                context_in: Some(ctx),
+                ..Default::default()
+            })?;
+            if out.return_value != 0 {
+                bail!(
+                    "defining home {id} in BPF failed: {}",
+                    out.return_value as i32
+                );
+            }
+        }
+        Ok(id)
+    }
+
+    fn bump_gen(&mut self) {
+        if let Some(data) = self.skel.maps.data_data.as_mut() {
+            data.homes_gen += 1;
+        }
+    }
+
+    fn try_handle(&mut self, req: Request, peer: &Peer) -> Result<Response> {
+        match req {
+            Request::Prefer { target, home } => {
+                let cpus = self.machine.resolve(&home)?;
+                match target {
+                    Target::Pids(pids) => {
+                        if pids.is_empty() {
+                            bail!("no pid given");
+                        }
+                        // Check every pid before changing anything.
+                        let mut tids = Vec::new();
+                        for &pid in &pids {
+                            tids.extend(control::check_task(peer, pid, Some(&cpus))?);
+                        }
+                        let id = self.home_id(&cpus)?;
+                        for tid in &tids {
+                            self.skel.maps.task_homes.update(
+                                &tid.to_ne_bytes(),
+                                &id.to_ne_bytes(),
+                                MapFlags::ANY,
+                            )?;
+                        }
+                        self.bump_gen();
+                        Ok(Response::Ok {
+                            message: format!(
+                                "{} thread(s) of pid {} now prefer CPUs {}",
+                                tids.len(),
+                                join(&pids),
+                                cpulist::format(&cpus)
+                            ),
+                        })
+                    }
+                    Target::Cgroup(path) => {
+                        let (cgid, dir) = control::check_cgroup(peer, &path, Some(&cpus))?;
+                        let id = self.home_id(&cpus)?;
+                        self.skel.maps.cgroup_homes.update(
+                            &cgid.to_ne_bytes(),
+                            &id.to_ne_bytes(),
+                            MapFlags::ANY,
+                        )?;
+                        self.bump_gen();
+                        Ok(Response::Ok {
+                            message: format!(
+                                "cgroup {} now prefers CPUs {}",
+                                dir.display(),
+                                cpulist::format(&cpus)
+                            ),
+                        })
+                    }
+                }
+            }
+            Request::Clear { target } => match target {
+                Target::Pids(pids) => {
+                    let mut tids = Vec::new();
+                    for &pid in &pids {
+                        tids.extend(control::check_task(peer, pid, None)?);
+                    }
+                    for tid in &tids {
+                        let _ = self.skel.maps.task_homes.delete(&tid.to_ne_bytes());
+                    }
+                    self.bump_gen();
+                    Ok(Response::Ok {
+                        message: format!("pid {}: own home cleared", join(&pids)),
+                    })
+                }
+                Target::Cgroup(path) => {
+                    let (cgid, dir) = control::check_cgroup(peer, &path, None)?;
+                    let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
+                    self.bump_gen();
+                    Ok(Response::Ok {
+                        message: format!("cgroup {}: home cleared", dir.display()),
+                    })
+                }
+            },
+            Request::Show { pid } => Ok(Response::Task(self.show(pid)?)),
+        }
+    }
+
+    fn lookup_u32(map: &libbpf_rs::Map, key: &[u8]) -> Option<u32> {
+        map.lookup(key, MapFlags::ANY).ok().flatten().and_then(|v| {
+            v.get(..4)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        })
+    }
+
+    fn show(&self, pid: u32) -> Result<TaskView> {
+        let allowed = control::allowed_cpus(pid)?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let mut found = Self::lookup_u32(&self.skel.maps.task_homes, &pid.to_ne_bytes())
+            .map(|id| (id, "its own (set for it, or inherited at fork)".to_string()));
+        if found.is_none()
+            && let Some(cg) = control::task_cgroup(pid)
+        {
+            let mut path = PathBuf::from(cg);
+            loop {
+                let dir =
+                    Path::new(control::CGROUP_ROOT).join(path.strip_prefix("/").unwrap_or(&path));
+                if let Ok(meta) = std::fs::metadata(&dir)
+                    && let Some(id) =
+                        Self::lookup_u32(&self.skel.maps.cgroup_homes, &meta.ino().to_ne_bytes())
+                {
+                    found = Some((id, format!("cgroup {}", path.display())));
+                    break;
+                }
+                if !path.pop() {
+                    break;
+                }
+            }
+        }
+        let (preferred, source) =
+            match found.and_then(|(id, src)| self.homes.cpus(id).map(|c| (c.clone(), src))) {
+                Some((cpus, src)) => {
+                    let src = if cpus.is_disjoint(&allowed) {
+                        format!("{src}; ignored: none of these CPUs is allowed")
+                    } else {
+                        src
+                    };
+                    (cpulist::format(&cpus), src)
+                }
+                None => (
+                    String::new(),
+                    "none: it stays near the partition it last ran in".to_string(),
+                ),
+            };
+        Ok(TaskView {
+            pid,
+            comm,
+            allowed: cpulist::format(&allowed),
+            preferred,
+            source,
+        })
+    }
+
     /// One JSON line with the fast path's counters, for tests and scripts.
     fn print_counters(&self) {
         let names = [
             "pick_prev",
-            "pick_core_part",
-            "pick_cpu_part",
+            "pick_core_home",
+            "pick_sibling",
+            "pick_cpu_home",
+            "pick_prev_away",
+            "pick_near",
             "pick_core_any",
             "pick_cpu_any",
             "pick_none",
@@ -151,6 +390,9 @@ impl<'a> Scheduler<'a> {
             "kick",
             "dispatch_own",
             "dispatch_steal",
+            "home_resolve",
+            "return_idle",
+            "evict",
         ];
         let Some(bss) = self.skel.maps.bss_data.as_ref() else {
             return;
@@ -164,10 +406,21 @@ impl<'a> Scheduler<'a> {
     }
 }
 
+fn join(pids: &[u32]) -> String {
+    pids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn main() -> Result<()> {
     let opts = Opts::parse();
     simplelog::TermLogger::init(
-        simplelog::LevelFilter::Info,
+        if opts.verbose {
+            simplelog::LevelFilter::Debug
+        } else {
+            simplelog::LevelFilter::Info
+        },
         simplelog::ConfigBuilder::new()
             .set_time_level(simplelog::LevelFilter::Off)
             .set_target_level(simplelog::LevelFilter::Off)
@@ -176,6 +429,13 @@ fn main() -> Result<()> {
         simplelog::TerminalMode::Stderr,
         simplelog::ColorChoice::Never,
     )?;
+    // libbpf's warnings (the verifier's log when a load fails) always; its
+    // debug chatter with --verbose.
+    scx_utils::init_libbpf_logging(Some(if opts.verbose {
+        libbpf_rs::PrintLevel::Debug
+    } else {
+        libbpf_rs::PrintLevel::Warn
+    }));
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
@@ -188,7 +448,8 @@ fn main() -> Result<()> {
         if !uei.should_restart() {
             break;
         }
-        info!("the kernel asked for a restart");
+        warn!("the kernel asked for a restart");
     }
+    let _ = std::fs::remove_file(&opts.control_socket);
     Ok(())
 }

@@ -184,7 +184,7 @@ fn start_policy(policy: &Policy) -> Result<Option<RunningScheduler>> {
         if let Some(st) = child.try_wait()? {
             bail!(
                 "{argv:?} exited ({st}) before attaching: {}",
-                tail(&err, 2000)
+                tail(&err, 6000)
             );
         }
         if started.elapsed() > Duration::from_secs(120) {
@@ -287,6 +287,37 @@ fn delay_growth(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>) -> u64 
         .sum()
 }
 
+pub const CLI_BIN: &str = "/softpart/bin/softpart";
+
+/// Gives a group's cgroup its home through the CLI, as an operator would.
+fn give_home(cg: &Path, home: &std::collections::BTreeSet<usize>) -> Result<()> {
+    let out = Command::new(CLI_BIN)
+        .args(["prefer", "--cgroup"])
+        .arg(cg)
+        .args(["--cpus", &cpulist::format(home)])
+        .output()
+        .context("running softpart prefer")?;
+    if !out.status.success() {
+        bail!(
+            "softpart prefer --cgroup {} failed: {}",
+            cg.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+fn run_probe(cmd: &str) -> (String, i32, String) {
+    match Command::new("/bin/sh").arg("-c").arg(cmd).output() {
+        Ok(out) => {
+            let mut text = String::from_utf8_lossy(&out.stdout).to_string();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            (cmd.to_string(), out.status.code().unwrap_or(-1), text)
+        }
+        Err(e) => (cmd.to_string(), -1, e.to_string()),
+    }
+}
+
 struct Workload {
     name: String,
     cg: PathBuf,
@@ -332,6 +363,9 @@ fn run_once(
             if let Some(cpus) = pin {
                 write(cg.join("cpuset.cpus"), &cpus)?;
             }
+            if let (Policy::Softpart(_), Some(home)) = (policy, sc.home_cpus(g, topo)?) {
+                give_home(&cg, &home)?;
+            }
             let cmd = sc.command_for(g, load, topo);
             let err = PathBuf::from(format!("/tmp/{}.err", g.name));
             let script = format!(
@@ -372,6 +406,7 @@ fn run_once(
             .collect::<Result<_>>()?;
         let window = s1.since(&s0);
 
+        let probes = sc.probes.iter().map(|p| run_probe(p)).collect();
         let mut early_exits = Vec::new();
         for w in workloads.iter_mut() {
             if let Some(st) = w.child.try_wait()? {
@@ -411,6 +446,7 @@ fn run_once(
             sched_ext_state: read_trim(SCX_STATE),
             sched_ext_ops: read_trim(SCX_OPS),
             early_exits,
+            probes,
         })
     })();
 

@@ -154,7 +154,7 @@ impl Guest {
         let bindir = exe.parent().context("no parent dir for the bench binary")?;
         let mut elfs: Vec<(PathBuf, PathBuf)> =
             vec![(exe.clone(), "/softpart/bin/softpart-bench".into())];
-        for ours in ["scx_softpart", "softpart-observe"] {
+        for ours in ["scx_softpart", "softpart-observe", "softpart"] {
             let p = bindir.join(ours);
             if !p.is_file() {
                 bail!(

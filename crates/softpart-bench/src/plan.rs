@@ -54,6 +54,9 @@ pub struct RunResult {
     pub sched_ext_ops: String,
     /// Workloads that exited before the window ended, with their stderr.
     pub early_exits: Vec<String>,
+    /// The scenario's probes: (command, exit status, stdout + stderr).
+    #[serde(default)]
+    pub probes: Vec<(String, i32, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -34,6 +34,11 @@ pub struct Scenario {
     /// Repetitions of every cell.
     #[serde(default = "default_reps")]
     pub reps: u32,
+    /// Shell commands run in the guest after each measured window, while
+    /// the workloads and the scheduler still run; their output and exit
+    /// status are returned (the guest tests use them to drive the CLI).
+    #[serde(default)]
+    pub probes: Vec<String>,
     #[serde(rename = "group")]
     pub groups: Vec<Group>,
 }

@@ -314,6 +314,7 @@ command = "y"
             sched_ext_state: "disabled".into(),
             sched_ext_ops: String::new(),
             early_exits: vec![],
+            probes: vec![],
         }
     }
 

@@ -15,16 +15,27 @@ typedef unsigned long long u64;
 
 enum softpart_consts {
 	SP_MAX_CPUS = 512,
+	SP_CPU_WORDS = SP_MAX_CPUS / 64,
 	SP_MAX_PARTS = 64,
+	/* Home ids are 0..SP_MAX_HOMES-1; SP_NO_HOME means "none". */
+	SP_MAX_HOMES = 256,
+	SP_NO_HOME = SP_MAX_HOMES,
+	SP_MAX_TASK_HOMES = 65536,
+	SP_MAX_CGROUP_HOMES = 4096,
+	/* How many cgroup levels up a task looks for its cgroup's home. */
+	SP_MAX_CGROUP_DEPTH = 16,
 	/* DSQ ids below this are partition queues: dsq id == partition id. */
 	SP_PART_DSQ_BASE = 0,
 };
 
 /* Counters the fast path keeps, indexed by enum sp_stat. */
 enum sp_stat {
-	SP_STAT_PICK_PREV,	/* wakeup: prev CPU was idle */
-	SP_STAT_PICK_CORE_PART,	/* wakeup: idle whole core in prev's partition */
-	SP_STAT_PICK_CPU_PART,	/* wakeup: idle CPU in prev's partition */
+	SP_STAT_PICK_PREV,	/* wakeup: prev CPU idle and at home */
+	SP_STAT_PICK_CORE_HOME,	/* wakeup: idle whole core at home */
+	SP_STAT_PICK_SIBLING,	/* wakeup: idle SMT sibling of prev, at home */
+	SP_STAT_PICK_CPU_HOME,	/* wakeup: idle CPU at home */
+	SP_STAT_PICK_PREV_AWAY,	/* wakeup: prev CPU idle, outside home */
+	SP_STAT_PICK_NEAR,	/* wakeup: idle CPU in the home's node(s) */
 	SP_STAT_PICK_CORE_ANY,	/* wakeup: idle whole core elsewhere */
 	SP_STAT_PICK_CPU_ANY,	/* wakeup: idle CPU elsewhere */
 	SP_STAT_PICK_NONE,	/* wakeup: nothing idle, task queued */
@@ -32,7 +43,27 @@ enum sp_stat {
 	SP_STAT_KICK,		/* idle CPUs kicked to take queued work */
 	SP_STAT_DISPATCH_OWN,	/* a CPU took work from its own partition */
 	SP_STAT_DISPATCH_STEAL,	/* a CPU took work from another partition */
+	SP_STAT_HOME_RESOLVE,	/* a task's home looked up again */
+	SP_STAT_RETURN_IDLE,	/* an away task sent to an idle CPU at home */
+	SP_STAT_EVICT,		/* a visitor preempted so an owner runs at home */
 	SP_NR_STATS,
+};
+
+/* Argument of the set_home syscall program. */
+struct sp_home_args {
+	u32 id;
+	u32 pad;
+	u64 cpus[SP_CPU_WORDS];
+	/* The home's NUMA node(s): where to spill first. */
+	u64 near[SP_CPU_WORDS];
+};
+
+/* Per home, kept by the fast path for the control plane's stats. */
+struct sp_home_stats {
+	u64 run_home_ns;
+	u64 run_away_ns;
+	u64 spills;	/* began running away from home after running at home */
+	u64 returns;	/* began running at home after running away */
 };
 
 #endif /* __SOFTPART_INTF_H */

@@ -3,18 +3,34 @@
  * scx_softpart: the BPF fast path.
  *
  * CPUs are grouped into partitions (by default one per NUMA node, or per LLC
- * when a node has several). Each partition has one vtime-ordered DSQ.
+ * when a node has several); each partition has one vtime-ordered DSQ. A task
+ * may have a home (preferred CPUs, always intersected with its allowed set:
+ * softpart never widens affinity), from its own setting, inherited at fork,
+ * or from its cgroup or an ancestor's. A task without a home treats the
+ * partition it last ran in as one.
  *
- * - select_cpu: prev if idle, then an idle whole core in prev's partition,
- *   an idle CPU there, and only then the rest of the allowed set. A task
- *   that finds an idle CPU is dispatched to it directly.
- * - enqueue: a task that found no idle CPU queues on its partition's DSQ,
- *   and any idle CPU that may run it is kicked, so no CPU stays idle while
- *   work it could run is waiting.
- * - dispatch: a CPU serves its own partition first, then the others.
+ * - select_cpu: prev if idle and at home, an idle whole core at home, an
+ *   idle SMT sibling of prev (seed 002), an idle CPU at home (optionally a
+ *   bounded scan, seed 003), then away from home nearest first (seed 001):
+ *   prev, the home's node(s), anything allowed. With the softness flag set
+ *   for the home (seed 000's ratio, computed by the control plane) the
+ *   allowed set is searched first.
+ * - Owners first: a homed task with no idle CPU at home takes a home CPU
+ *   from a visitor (a homed task running away from its own home) before it
+ *   spills; the visitor, preempted, goes the same way towards its own home.
+ *   A task running away from home returns at its next slice end when its
+ *   home has an idle CPU or a visitor.
+ * - enqueue: a task that found no idle CPU queues at home (its home's
+ *   partition) and any idle CPU that may run it is kicked: no CPU stays
+ *   idle while work it may run waits.
+ * - dispatch: a CPU serves its own partition; only when it would
+ *   otherwise go idle does it take work from the others, nearest first (a
+ *   busy CPU pulling remote work would only import visitors).
+ * - slice end of the last runnable task (SCX_OPS_ENQ_LAST): a task away
+ *   from home goes back when its home has room, else keeps its CPU.
  *
- * Everything that needs history or policy lives in the Rust control plane;
- * this file only reads what it was given in rodata and maps.
+ * Everything that needs history (softness, group balancing) lives in the
+ * Rust control plane; this file reads what it was given.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -29,9 +45,26 @@ const volatile u32 nr_parts = 1;
 const volatile u64 slice_ns = 3000000ULL;
 const volatile u64 slice_lag_ns = 20000000ULL;
 const volatile bool smt_enabled = true;
+/* 0: search the whole home for an idle CPU; N: look at most at N cores. */
+const volatile u32 scan_cores = 0;
+const volatile u32 threads_per_core = 1;
 const volatile u32 cpu_part[SP_MAX_CPUS];
+/* One SMT sibling of each CPU (itself if none). */
+const volatile u32 cpu_sibling[SP_MAX_CPUS];
+/* part_order[p * SP_MAX_PARTS + i]: i-th nearest partition to p (i=0: p). */
+const volatile u32 part_order[SP_MAX_PARTS * SP_MAX_PARTS];
 
+/* Written by the control plane at run time. */
+u64 homes_gen = 1;			/* bumped on every change of homes */
+u32 allowed_first[SP_MAX_HOMES];	/* softness: search allowed set first */
+
+/* Read by the control plane. */
 u64 stats[SP_NR_STATS];
+struct sp_home_stats home_stats[SP_MAX_HOMES];
+u64 cpu_busy_ns[SP_MAX_CPUS];
+u32 scan_cursor[SP_MAX_CPUS];
+/* 1 while the CPU runs a homed task away from its home. */
+u32 cpu_visitor[SP_MAX_CPUS];
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
@@ -47,9 +80,44 @@ struct {
 	__type(value, struct part_ctx);
 } parts SEC(".maps");
 
-/* Scratch mask per task: partition ∩ allowed, rebuilt on each use. */
+struct home_ctx {
+	struct bpf_cpumask __kptr *cpus;
+	struct bpf_cpumask __kptr *near;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_MAX_HOMES);
+	__type(key, u32);
+	__type(value, struct home_ctx);
+} homes SEC(".maps");
+
+/* tid -> home id. Written by the control plane, and here at fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_MAX_TASK_HOMES);
+	__type(key, u32);
+	__type(value, u32);
+} task_homes SEC(".maps");
+
+/* cgroup v2 id -> home id. Written by the control plane. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_MAX_CGROUP_HOMES);
+	__type(key, u64);
+	__type(value, u32);
+} cgroup_homes SEC(".maps");
+
 struct task_ctx {
+	/* home ∩ allowed, valid while home_id != SP_NO_HOME */
+	struct bpf_cpumask __kptr *home;
+	/* scratch: partition ∩ allowed, near ∩ allowed */
 	struct bpf_cpumask __kptr *scratch;
+	u64 gen;		/* homes_gen the home was resolved at */
+	u64 started_ns;
+	u32 home_id;
+	u32 at_home;		/* 0 away, 1 at home, 2 not yet run */
+	u32 room_seen;		/* consecutive slice ends away with room at home */
 };
 
 struct {
@@ -65,11 +133,45 @@ static __always_inline void stat_inc(enum sp_stat idx)
 		__sync_fetch_and_add(&stats[idx], 1);
 }
 
+/*
+ * Array indexes are checked, then passed through barrier_var() so that the
+ * compiler indexes with the very register the verifier saw checked (it may
+ * otherwise index through an unchecked copy).
+ */
 static __always_inline u32 part_of_cpu(s32 cpu)
 {
-	if (cpu < 0 || cpu >= SP_MAX_CPUS)
+	u32 c = cpu;
+
+	if (c >= SP_MAX_CPUS)
 		return 0;
-	return cpu_part[cpu];
+	barrier_var(c);
+	return cpu_part[c];
+}
+
+static __always_inline s32 sibling_of(s32 cpu)
+{
+	u32 c = cpu;
+
+	if (c >= SP_MAX_CPUS)
+		return cpu;
+	barrier_var(c);
+	return cpu_sibling[c];
+}
+
+static __always_inline bool softness_says_allowed_first(u32 hid)
+{
+	if (hid >= SP_MAX_HOMES)
+		return false;
+	barrier_var(hid);
+	return allowed_first[hid];
+}
+
+static __always_inline struct sp_home_stats *home_stats_of(u32 hid)
+{
+	if (hid >= SP_MAX_HOMES)
+		return NULL;
+	barrier_var(hid);
+	return &home_stats[hid];
 }
 
 static __always_inline const struct cpumask *part_cpus(u32 part)
@@ -81,52 +183,212 @@ static __always_inline const struct cpumask *part_cpus(u32 part)
 	return cast_mask(pctx->cpus);
 }
 
-/*
- * Fills the task's scratch mask with (partition ∩ allowed) and returns it, or
- * NULL when the intersection cannot be built (then callers use the allowed
- * set alone: correctness never depends on locality).
- */
-static const struct cpumask *part_allowed(struct task_struct *p, u32 part)
+static __always_inline struct task_ctx *lookup_tctx(struct task_struct *p)
 {
-	struct task_ctx *tctx;
-	const struct cpumask *pmask;
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
 
-	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-	pmask = part_cpus(part);
-	if (!tctx || !tctx->scratch || !pmask)
+/*
+ * The home of the task's cgroup or of its nearest ancestor that has one.
+ * The default hierarchy's cgroup, not scx_bpf_task_cgroup()'s: that one is
+ * the cpu controller's, which is the root unless the controller is enabled
+ * down to the task.
+ */
+static u32 cgroup_home(struct task_struct *p)
+{
+	struct cgroup *cg, *anc;
+	u32 home = SP_NO_HOME, *h;
+	int level, i;
+
+	cg = p->cgroups->dfl_cgrp;
+	if (!cg)
+		return SP_NO_HOME;
+	level = cg->level;
+	bpf_for(i, 0, SP_MAX_CGROUP_DEPTH) {
+		u64 id;
+
+		if (level - i < 0)
+			break;
+		anc = bpf_cgroup_ancestor(cg, level - i);
+		if (!anc)
+			break;
+		id = anc->kn->id;
+		bpf_cgroup_release(anc);
+		h = bpf_map_lookup_elem(&cgroup_homes, &id);
+		if (h) {
+			home = *h;
+			break;
+		}
+	}
+	return home;
+}
+
+/* Looks the task's home up again if any home changed since it last did. */
+static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
+{
+	u32 tid = p->pid, home, *th;
+	struct home_ctx *h;
+
+	if (tctx->gen == homes_gen)
+		return;
+	tctx->gen = homes_gen;
+	tctx->home_id = SP_NO_HOME;
+	stat_inc(SP_STAT_HOME_RESOLVE);
+
+	th = bpf_map_lookup_elem(&task_homes, &tid);
+	home = th ? *th : cgroup_home(p);
+	if (home >= SP_MAX_HOMES)
+		return;
+	h = bpf_map_lookup_elem(&homes, &home);
+	if (!h || !h->cpus || !tctx->home)
+		return;
+	/* A home wholly outside the allowed set is ignored. */
+	if (bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))
+		tctx->home_id = home;
+}
+
+static __always_inline bool homed(struct task_ctx *tctx)
+{
+	return tctx->home_id < SP_MAX_HOMES && tctx->home;
+}
+
+/* Scratch := a ∩ allowed; NULL if that cannot be built or is empty. */
+static const struct cpumask *and_allowed(struct task_struct *p, struct task_ctx *tctx,
+					 const struct cpumask *a)
+{
+	if (!a || !tctx->scratch)
 		return NULL;
-	if (!bpf_cpumask_and(tctx->scratch, pmask, p->cpus_ptr))
+	if (!bpf_cpumask_and(tctx->scratch, a, p->cpus_ptr))
 		return NULL;
 	return cast_mask(tctx->scratch);
 }
 
-static s32 pick_idle_cpu(struct task_struct *p, s32 prev_cpu)
+/* Seed 003: look at no more than scan_cores cores, starting where this CPU
+ * stopped last time so that the search does not always favour low ids. */
+static s32 scan_bounded(const struct cpumask *home)
 {
-	const struct cpumask *local;
+	u32 me = bpf_get_smp_processor_id(), budget, seen = 0, start, i;
+
+	if (me >= SP_MAX_CPUS)
+		return -1;
+	barrier_var(me);
+	budget = scan_cores * threads_per_core;
+	start = scan_cursor[me];
+	bpf_for(i, 0, nr_cpus) {
+		u32 cpu = (start + i) % nr_cpus;
+
+		if (!bpf_cpumask_test_cpu(cpu, home))
+			continue;
+		if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			scan_cursor[me] = cpu + 1;
+			return cpu;
+		}
+		if (++seen >= budget)
+			break;
+	}
+	scan_cursor[me] = (start + i + 1) % nr_cpus;
+	return -1;
+}
+
+/*
+ * A home CPU running a visitor, claimed (so that two owners do not pick the
+ * same one), or -1.
+ */
+static s32 claim_visitor_cpu(const struct cpumask *home)
+{
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		u32 c = cpu;
+
+		if (c >= SP_MAX_CPUS)
+			break;
+		barrier_var(c);
+		if (!cpu_visitor[c] || !bpf_cpumask_test_cpu(c, home))
+			continue;
+		if (__sync_val_compare_and_swap(&cpu_visitor[c], 1, 0) == 1)
+			return c;
+	}
+	return -1;
+}
+
+static __always_inline void set_visitor(s32 cpu, u32 val)
+{
+	u32 c = cpu;
+
+	if (c >= SP_MAX_CPUS)
+		return;
+	barrier_var(c);
+	cpu_visitor[c] = val;
+}
+
+static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx,
+			 bool *evict)
+{
+	const struct cpumask *home = NULL, *near = NULL;
+	struct home_ctx *h;
+	u32 hid = tctx->home_id;
 	s32 cpu;
 
-	if (bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) &&
-	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
-		stat_inc(SP_STAT_PICK_PREV);
-		return prev_cpu;
+	if (homed(tctx)) {
+		home = cast_mask(tctx->home);
+		h = bpf_map_lookup_elem(&homes, &hid);
+		if (h && h->near)
+			near = cast_mask(h->near);
+		if (softness_says_allowed_first(hid))
+			goto search_allowed;
+	} else {
+		home = and_allowed(p, tctx, part_cpus(part_of_cpu(prev)));
 	}
 
-	local = part_allowed(p, part_of_cpu(prev_cpu));
-	if (local) {
+	if (home) {
+		if (bpf_cpumask_test_cpu(prev, home) && scx_bpf_test_and_clear_cpu_idle(prev)) {
+			stat_inc(SP_STAT_PICK_PREV);
+			return prev;
+		}
 		if (smt_enabled) {
-			cpu = scx_bpf_pick_idle_cpu(local, SCX_PICK_IDLE_CORE);
+			cpu = scx_bpf_pick_idle_cpu(home, SCX_PICK_IDLE_CORE);
 			if (cpu >= 0) {
-				stat_inc(SP_STAT_PICK_CORE_PART);
+				stat_inc(SP_STAT_PICK_CORE_HOME);
+				return cpu;
+			}
+			/* No idle core: prev's sibling shares its L1/L2. */
+			cpu = sibling_of(prev);
+			if (cpu != prev && bpf_cpumask_test_cpu(cpu, home) &&
+			    scx_bpf_test_and_clear_cpu_idle(cpu)) {
+				stat_inc(SP_STAT_PICK_SIBLING);
 				return cpu;
 			}
 		}
-		cpu = scx_bpf_pick_idle_cpu(local, 0);
+		cpu = scan_cores ? scan_bounded(home) : scx_bpf_pick_idle_cpu(home, 0);
 		if (cpu >= 0) {
-			stat_inc(SP_STAT_PICK_CPU_PART);
+			stat_inc(SP_STAT_PICK_CPU_HOME);
 			return cpu;
+		}
+		if (homed(tctx)) {
+			cpu = claim_visitor_cpu(home);
+			if (cpu >= 0) {
+				stat_inc(SP_STAT_EVICT);
+				*evict = true;
+				return cpu;
+			}
 		}
 	}
 
+	/* Home full: spill, nearest first. */
+	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) && scx_bpf_test_and_clear_cpu_idle(prev)) {
+		stat_inc(homed(tctx) ? SP_STAT_PICK_PREV_AWAY : SP_STAT_PICK_PREV);
+		return prev;
+	}
+	near = and_allowed(p, tctx, near);
+	if (near) {
+		cpu = scx_bpf_pick_idle_cpu(near, 0);
+		if (cpu >= 0) {
+			stat_inc(SP_STAT_PICK_NEAR);
+			return cpu;
+		}
+	}
+search_allowed:
 	if (smt_enabled) {
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, SCX_PICK_IDLE_CORE);
 		if (cpu >= 0) {
@@ -145,10 +407,18 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev_cpu)
 s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
-	s32 cpu = pick_idle_cpu(p, prev_cpu);
+	struct task_ctx *tctx = lookup_tctx(p);
+	bool evict = false;
+	s32 cpu;
 
+	if (!tctx)
+		return prev_cpu;
+	refresh_home(p, tctx);
+	cpu = pick_idle_cpu(p, prev_cpu, tctx, &evict);
 	if (cpu >= 0) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		if (evict)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		return cpu;
 	}
 	stat_inc(SP_STAT_PICK_NONE);
@@ -168,28 +438,124 @@ static __always_inline u64 task_vtime(struct task_struct *p)
 	return vtime;
 }
 
+#define SP_RETURN_AFTER 2
+
+/* An idle CPU at home and nothing queued there; claims nothing. */
+static bool home_has_room(const struct cpumask *home)
+{
+	const struct cpumask *idle;
+	bool room;
+
+	if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE +
+				  part_of_cpu(bpf_cpumask_first(home))) > 0)
+		return false;
+	idle = scx_bpf_get_idle_cpumask();
+	room = bpf_cpumask_intersects(home, idle);
+	scx_bpf_put_idle_cpumask(idle);
+	return room;
+}
+
+/*
+ * The CPU's last runnable task keeps running there. The kernel leaves the
+ * follow-up to us (SCX_ENQ_LAST): without the kick the CPU would idle with
+ * the task sitting in its local DSQ.
+ */
+static __always_inline void keep_last(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
 void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 task_cpu = scx_bpf_task_cpu(p);
+	struct task_ctx *tctx = lookup_tctx(p);
+	s32 task_cpu = scx_bpf_task_cpu(p), cpu = -1;
+	const struct cpumask *home = NULL;
 	u32 part = part_of_cpu(task_cpu);
-	const struct cpumask *local;
-	s32 cpu;
+
+	if (tctx) {
+		refresh_home(p, tctx);
+		if (homed(tctx)) {
+			home = cast_mask(tctx->home);
+			if (!bpf_cpumask_test_cpu(task_cpu, home)) {
+				/*
+				 * Away from home: go back when there is room, i.e. an
+				 * idle CPU and nothing queued at home, seen at two
+				 * slice ends in a row: a CPU idle for an instant is
+				 * not room, and chasing it costs two migrations.
+				 */
+				if (home_has_room(home) &&
+				    (!(enq_flags & SCX_ENQ_LAST) ||
+				     tctx->room_seen >= SP_RETURN_AFTER))
+					cpu = scx_bpf_pick_idle_cpu(home, 0);
+				if (cpu >= 0) {
+					tctx->room_seen = 0;
+					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+					stat_inc(SP_STAT_RETURN_IDLE);
+					return;
+				}
+				cpu = claim_visitor_cpu(home);
+				if (cpu >= 0) {
+					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+					scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+					stat_inc(SP_STAT_EVICT);
+					return;
+				}
+				/* Nothing else wants this CPU: keep running here. */
+				if (enq_flags & SCX_ENQ_LAST) {
+					keep_last(p, task_cpu, enq_flags);
+					return;
+				}
+				/* Queue at home, on a partition with a CPU it may use. */
+				part = part_of_cpu(bpf_cpumask_first(home));
+			}
+		} else {
+			home = and_allowed(p, tctx, part_cpus(part));
+		}
+	}
+
+	/* The last runnable task on its CPU, at home or homeless: keep it. */
+	if (enq_flags & SCX_ENQ_LAST) {
+		keep_last(p, task_cpu, enq_flags);
+		return;
+	}
 
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns,
 				 task_vtime(p), enq_flags);
 	stat_inc(SP_STAT_ENQUEUE);
 
 	/* "If there is idle, we use it": wake an idle CPU that may run p. */
-	cpu = -1;
-	local = part_allowed(p, part);
-	if (local)
-		cpu = scx_bpf_pick_idle_cpu(local, 0);
+	if (home)
+		cpu = scx_bpf_pick_idle_cpu(home, 0);
 	if (cpu < 0)
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(SP_STAT_KICK);
 	}
+}
+
+/*
+ * At the end of a slice with nothing else to run: is @p away from home with
+ * room there, seen SP_RETURN_AFTER slice ends in a row?
+ */
+static bool should_go_home(struct task_struct *p, s32 cpu)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+	const struct cpumask *home;
+
+	if (!tctx)
+		return false;
+	refresh_home(p, tctx);
+	if (!homed(tctx))
+		return false;
+	home = cast_mask(tctx->home);
+	if (bpf_cpumask_test_cpu(cpu, home) || !home_has_room(home)) {
+		tctx->room_seen = 0;
+		return false;
+	}
+	return ++tctx->room_seen >= SP_RETURN_AFTER;
 }
 
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
@@ -201,10 +567,24 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		stat_inc(SP_STAT_DISPATCH_OWN);
 		return;
 	}
-	/* Own partition empty: take waiting work from the others. */
+	/*
+	 * Still busy with prev: not idle, so nothing to take from others.
+	 * Refilling prev's slice keeps it running without a trip through
+	 * enqueue(); only a task away from home with room there is let go, so
+	 * that enqueue() (SCX_ENQ_LAST) sends it back.
+	 */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		if (!should_go_home(prev, cpu))
+			prev->scx.slice = slice_ns;
+		return;
+	}
+	/* About to go idle: take waiting work from the others, nearest first. */
 	bpf_for(i, 1, nr_parts) {
-		u32 part = (own + i) % nr_parts;
+		u32 idx = own * SP_MAX_PARTS + i, part;
 
+		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
+			break;
+		part = part_order[idx];
 		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
 			stat_inc(SP_STAT_DISPATCH_STEAL);
 			return;
@@ -214,17 +594,56 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 
 void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 {
+	struct task_ctx *tctx = lookup_tctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct sp_home_stats *hs;
+
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
+	if (!tctx)
+		return;
+	tctx->started_ns = bpf_ktime_get_ns();
+	hs = home_stats_of(tctx->home_id);
+	if (homed(tctx) && hs) {
+		u32 in = bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home));
+
+		if (in && tctx->at_home == 0)
+			__sync_fetch_and_add(&hs->returns, 1);
+		else if (!in && tctx->at_home == 1)
+			__sync_fetch_and_add(&hs->spills, 1);
+		tctx->at_home = in;
+		set_visitor(cpu, !in);
+	} else {
+		set_visitor(cpu, 0);
+	}
 }
 
 void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 {
-	u64 used = slice_ns - p->scx.slice;
+	struct task_ctx *tctx = lookup_tctx(p);
+	u64 used = slice_ns - p->scx.slice, ran;
+	u32 cpu = scx_bpf_task_cpu(p);
+	struct sp_home_stats *hs;
 
 	if (p->scx.slice > slice_ns)
 		used = 0;
 	p->scx.dsq_vtime += used * 100 / p->scx.weight;
+	set_visitor(cpu, 0);
+
+	if (!tctx || !tctx->started_ns)
+		return;
+	ran = bpf_ktime_get_ns() - tctx->started_ns;
+	if (cpu < SP_MAX_CPUS) {
+		barrier_var(cpu);
+		__sync_fetch_and_add(&cpu_busy_ns[cpu], ran);
+	}
+	hs = home_stats_of(tctx->home_id);
+	if (homed(tctx) && hs) {
+		if (tctx->at_home == 1)
+			__sync_fetch_and_add(&hs->run_home_ns, ran);
+		else
+			__sync_fetch_and_add(&hs->run_away_ns, ran);
+	}
 }
 
 void BPF_STRUCT_OPS(softpart_enable, struct task_struct *p)
@@ -232,22 +651,115 @@ void BPF_STRUCT_OPS(softpart_enable, struct task_struct *p)
 	p->scx.dsq_vtime = vtime_now;
 }
 
+/* Affinity or cgroup changed: look the home up again at the next wakeup. */
+void BPF_STRUCT_OPS(softpart_set_cpumask, struct task_struct *p,
+		    const struct cpumask *cpumask)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+
+	if (tctx)
+		tctx->gen = 0;
+}
+
+void BPF_STRUCT_OPS(softpart_cgroup_move, struct task_struct *p,
+		    struct cgroup *from, struct cgroup *to)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+
+	if (tctx)
+		tctx->gen = 0;
+}
+
+static s32 new_mask(struct bpf_cpumask __kptr **slot)
+{
+	struct bpf_cpumask *mask = bpf_cpumask_create();
+
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(slot, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
 s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
 	struct task_ctx *tctx;
-	struct bpf_cpumask *mask;
 
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0,
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tctx)
 		return -ENOMEM;
-	mask = bpf_cpumask_create();
-	if (!mask)
+	tctx->home_id = SP_NO_HOME;
+	tctx->at_home = 2;
+	if (new_mask(&tctx->home) || new_mask(&tctx->scratch))
 		return -ENOMEM;
-	mask = bpf_kptr_xchg(&tctx->scratch, mask);
-	if (mask)
-		bpf_cpumask_release(mask);
+
+	/* Like affinity, a home is inherited at fork (exec keeps it). */
+	if (args->fork) {
+		struct task_struct *parent = bpf_get_current_task_btf();
+		u32 ptid = parent->pid, ctid = p->pid, *h;
+
+		h = bpf_map_lookup_elem(&task_homes, &ptid);
+		if (h) {
+			u32 home = *h;
+
+			bpf_map_update_elem(&task_homes, &ctid, &home, BPF_ANY);
+		}
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(softpart_exit_task, struct task_struct *p,
+		    struct scx_exit_task_args *args)
+{
+	u32 tid = p->pid;
+
+	bpf_map_delete_elem(&task_homes, &tid);
+}
+
+/* Called by the control plane (BPF_PROG_RUN) to define or redefine a home. */
+SEC("syscall")
+int set_home(struct sp_home_args *args)
+{
+	struct bpf_cpumask *cpus, *near;
+	struct home_ctx *h;
+	u32 id = args->id, w;
+
+	if (id >= SP_MAX_HOMES)
+		return -EINVAL;
+	h = bpf_map_lookup_elem(&homes, &id);
+	if (!h)
+		return -ENOENT;
+	cpus = bpf_cpumask_create();
+	if (!cpus)
+		return -ENOMEM;
+	near = bpf_cpumask_create();
+	if (!near) {
+		bpf_cpumask_release(cpus);
+		return -ENOMEM;
+	}
+#pragma unroll
+	for (w = 0; w < SP_CPU_WORDS; w++) {
+		u64 c = args->cpus[w], n = args->near[w];
+		u32 b;
+
+		if (!c && !n)
+			continue;
+		bpf_for(b, 0, 64) {
+			if (c & (1ULL << b))
+				bpf_cpumask_set_cpu(w * 64 + b, cpus);
+			if (n & (1ULL << b))
+				bpf_cpumask_set_cpu(w * 64 + b, near);
+		}
+	}
+	cpus = bpf_kptr_xchg(&h->cpus, cpus);
+	if (cpus)
+		bpf_cpumask_release(cpus);
+	near = bpf_kptr_xchg(&h->near, near);
+	if (near)
+		bpf_cpumask_release(near);
 	return 0;
 }
 
@@ -294,7 +806,10 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .running		= (void *)softpart_running,
 	       .stopping	= (void *)softpart_stopping,
 	       .enable		= (void *)softpart_enable,
+	       .set_cpumask	= (void *)softpart_set_cpumask,
+	       .cgroup_move	= (void *)softpart_cgroup_move,
 	       .init_task	= (void *)softpart_init_task,
+	       .exit_task	= (void *)softpart_exit_task,
 	       .init		= (void *)softpart_init,
 	       .exit		= (void *)softpart_exit,
 	       .name		= "softpart");

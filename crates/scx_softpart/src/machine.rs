@@ -1,0 +1,215 @@
+//! What the control plane needs to know about the machine, read once from
+//! sysfs through scx_utils and then pure data: CPUs, their SMT sibling,
+//! NUMA nodes with distances, LLCs. Homes given as a node or an LLC are
+//! resolved here.
+
+use anyhow::{Result, bail};
+use softpart_core::control::HomeSpec;
+use softpart_core::cpulist;
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    pub cpus: BTreeSet<usize>,
+    /// CPUs of each NUMA node, by node id.
+    pub nodes: Vec<BTreeSet<usize>>,
+    /// Node distance matrix (sysfs `distance`), by node id.
+    pub distance: Vec<Vec<usize>>,
+    /// CPUs of each LLC, numbered machine-wide in CPU order.
+    pub llcs: Vec<BTreeSet<usize>>,
+    /// One SMT sibling of each CPU id (itself when it has none).
+    pub sibling: Vec<usize>,
+    pub threads_per_core: usize,
+}
+
+impl Machine {
+    pub fn from_topology(topo: &scx_utils::Topology) -> Machine {
+        let nr = topo.all_cpus.keys().max().map_or(0, |m| m + 1);
+        let nr_nodes = topo.nodes.keys().max().map_or(0, |m| m + 1);
+        let mut nodes = vec![BTreeSet::new(); nr_nodes];
+        let mut distance = vec![vec![10; nr_nodes]; nr_nodes];
+        for (id, node) in &topo.nodes {
+            nodes[*id] = node.all_cpus.keys().copied().collect();
+            for (j, d) in node.distance.iter().enumerate() {
+                if j < nr_nodes {
+                    distance[*id][j] = *d;
+                }
+            }
+        }
+        let mut llcs: Vec<BTreeSet<usize>> = topo
+            .all_llcs
+            .values()
+            .map(|l| l.all_cpus.keys().copied().collect::<BTreeSet<usize>>())
+            .filter(|s| !s.is_empty())
+            .collect();
+        llcs.sort_by_key(|s| s.first().copied());
+        let mut sibling: Vec<usize> = (0..nr).collect();
+        let mut threads_per_core = 1;
+        for core in topo.all_cores.values() {
+            let ids: Vec<usize> = core.cpus.keys().copied().collect();
+            threads_per_core = threads_per_core.max(ids.len());
+            for (i, &c) in ids.iter().enumerate() {
+                sibling[c] = ids[(i + 1) % ids.len()];
+            }
+        }
+        Machine {
+            cpus: topo.all_cpus.keys().copied().collect(),
+            nodes,
+            distance,
+            llcs,
+            sibling,
+            threads_per_core,
+        }
+    }
+
+    pub fn node_of(&self, cpu: usize) -> Option<usize> {
+        self.nodes.iter().position(|n| n.contains(&cpu))
+    }
+
+    /// The CPUs a home names, checked against the machine.
+    pub fn resolve(&self, spec: &HomeSpec) -> Result<BTreeSet<usize>> {
+        let set = match spec {
+            HomeSpec::Cpus(list) => {
+                let set = cpulist::parse(list)?;
+                if set.is_empty() {
+                    bail!("CPU list {list:?} is empty");
+                }
+                let absent: BTreeSet<usize> = set.difference(&self.cpus).copied().collect();
+                if !absent.is_empty() {
+                    bail!(
+                        "CPUs {} in {list:?} are not on this machine (CPUs {})",
+                        cpulist::format(&absent),
+                        cpulist::format(&self.cpus)
+                    );
+                }
+                set
+            }
+            HomeSpec::Node(n) => match self.nodes.get(*n as usize) {
+                Some(s) if !s.is_empty() => s.clone(),
+                _ => bail!(
+                    "node {n} does not exist or has no CPUs (nodes with CPUs: {})",
+                    self.nodes_with_cpus()
+                ),
+            },
+            HomeSpec::Llc(n) => match self.llcs.get(*n as usize) {
+                Some(s) => s.clone(),
+                None => bail!(
+                    "LLC {n} does not exist (this machine has LLCs 0-{})",
+                    self.llcs.len().saturating_sub(1)
+                ),
+            },
+        };
+        Ok(set)
+    }
+
+    fn nodes_with_cpus(&self) -> String {
+        let ids: Vec<String> = (0..self.nodes.len())
+            .filter(|&i| !self.nodes[i].is_empty())
+            .map(|i| i.to_string())
+            .collect();
+        ids.join(",")
+    }
+
+    /// The NUMA node(s) a home touches: where its tasks spill first.
+    pub fn near(&self, home: &BTreeSet<usize>) -> BTreeSet<usize> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.is_disjoint(home))
+            .flatten()
+            .copied()
+            .collect()
+    }
+
+    /// For each partition, all partitions ordered nearest first (itself
+    /// first), by the NUMA distance between their first CPUs' nodes; ties
+    /// keep partition order.
+    pub fn part_order(&self, parts: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
+        let node = |p: &BTreeSet<usize>| p.first().and_then(|&c| self.node_of(c)).unwrap_or(0);
+        (0..parts.len())
+            .map(|a| {
+                let na = node(&parts[a]);
+                let mut order: Vec<usize> = (0..parts.len()).collect();
+                order.sort_by_key(|&b| {
+                    let d = self
+                        .distance
+                        .get(na)
+                        .and_then(|r| r.get(node(&parts[b])))
+                        .copied()
+                        .unwrap_or(usize::MAX);
+                    (b != a, d, b)
+                });
+                order
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// 2 nodes x 2 cores x 2 threads, like the `2n2c2t` guest.
+    pub fn machine_2n2c2t() -> Machine {
+        Machine {
+            cpus: (0..8).collect(),
+            nodes: vec![(0..4).collect(), (4..8).collect()],
+            distance: vec![vec![10, 20], vec![20, 10]],
+            llcs: vec![(0..4).collect(), (4..8).collect()],
+            sibling: vec![1, 0, 3, 2, 5, 4, 7, 6],
+            threads_per_core: 2,
+        }
+    }
+
+    #[test]
+    fn resolves_homes() {
+        let m = machine_2n2c2t();
+        assert_eq!(m.resolve(&HomeSpec::Node(1)).unwrap(), (4..8).collect());
+        assert_eq!(m.resolve(&HomeSpec::Llc(0)).unwrap(), (0..4).collect());
+        assert_eq!(
+            m.resolve(&HomeSpec::Cpus("1-2".into())).unwrap(),
+            [1, 2].into()
+        );
+        let e = m.resolve(&HomeSpec::Cpus("6-9".into())).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "CPUs 8-9 in \"6-9\" are not on this machine (CPUs 0-7)"
+        );
+        assert!(
+            m.resolve(&HomeSpec::Node(2))
+                .unwrap_err()
+                .to_string()
+                .contains("node 2")
+        );
+        assert!(
+            m.resolve(&HomeSpec::Llc(5))
+                .unwrap_err()
+                .to_string()
+                .contains("LLC 5")
+        );
+        assert!(m.resolve(&HomeSpec::Cpus("x".into())).is_err());
+    }
+
+    #[test]
+    fn near_is_the_home_nodes() {
+        let m = machine_2n2c2t();
+        assert_eq!(m.near(&[1].into()), (0..4).collect());
+        assert_eq!(m.near(&[3, 4].into()), (0..8).collect());
+    }
+
+    #[test]
+    fn partitions_nearest_first() {
+        let mut m = machine_2n2c2t();
+        m.nodes = vec![[0, 1].into(), [2, 3].into(), [4, 5].into(), [6, 7].into()];
+        m.distance = vec![
+            vec![10, 12, 20, 20],
+            vec![12, 10, 20, 20],
+            vec![20, 20, 10, 12],
+            vec![20, 20, 12, 10],
+        ];
+        let parts: Vec<BTreeSet<usize>> = m.nodes.clone();
+        let order = m.part_order(&parts);
+        assert_eq!(order[0], vec![0, 1, 2, 3]);
+        assert_eq!(order[2], vec![2, 3, 0, 1]);
+        assert_eq!(order[3], vec![3, 2, 0, 1]);
+    }
+}

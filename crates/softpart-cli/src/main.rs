@@ -1,0 +1,193 @@
+//! softpart: the operator's CLI. It asks the running scx_softpart, over its
+//! control socket, to give tasks and cgroups a home; the scheduler checks
+//! permissions (as sched_setaffinity does) and validates the whole request
+//! before applying any of it.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use softpart_core::control::{DEFAULT_SOCKET, HomeSpec, Request, Response, Target};
+use softpart_core::cpulist;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+
+/// Give tasks and cgroups a soft home under scx_softpart.
+///
+/// A home is where a task prefers to run: it keeps to it while the home has
+/// an idle CPU and bursts to idle CPUs elsewhere when it has none. Its
+/// allowed CPUs (taskset, cpuset) are never widened.
+///
+/// Examples:
+///   softpart prefer --pid 4242 --cpus 0-15
+///   softpart prefer --cgroup /sys/fs/cgroup/db1.slice --node 0
+///   softpart exec --node 1 -- pg_ctl start -D /srv/db2
+///   softpart show --pid 4242
+///   softpart prefer --pid 4242 --clear
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Cli {
+    /// scx_softpart's control socket.
+    #[arg(long, env = "SOFTPART_SOCKET", default_value = DEFAULT_SOCKET, global = true)]
+    socket: PathBuf,
+
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Set (or with --clear remove) the home of running tasks or a cgroup.
+    Prefer(PreferArgs),
+    /// Run a command with a home; its children inherit it, like taskset.
+    Exec(ExecArgs),
+    /// Print a task's allowed CPUs and the home softpart uses for it.
+    Show {
+        #[arg(long)]
+        pid: u32,
+    },
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false, id = "home")]
+struct HomeArgs {
+    /// CPU list, e.g. 0-15 or 0-3,8-11.
+    #[arg(long, group = "home")]
+    cpus: Option<String>,
+    /// A NUMA node's CPUs.
+    #[arg(long, group = "home")]
+    node: Option<u32>,
+    /// A last-level cache's CPUs (LLCs numbered from 0 in CPU order).
+    #[arg(long, group = "home")]
+    llc: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+struct PreferArgs {
+    /// Process or thread ids, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required_unless_present = "cgroup",
+        conflicts_with = "cgroup"
+    )]
+    pid: Vec<u32>,
+    /// A cgroup v2 directory (its descendants inherit).
+    #[arg(long)]
+    cgroup: Option<String>,
+    /// CPU list, e.g. 0-15 or 0-3,8-11.
+    #[arg(long, conflicts_with_all = ["node", "llc", "clear"])]
+    cpus: Option<String>,
+    /// A NUMA node's CPUs.
+    #[arg(long, conflicts_with_all = ["llc", "clear"])]
+    node: Option<u32>,
+    /// A last-level cache's CPUs (LLCs numbered from 0 in CPU order).
+    #[arg(long, conflicts_with = "clear")]
+    llc: Option<u32>,
+    /// Remove the home instead (tasks fall back to their cgroup's).
+    #[arg(long)]
+    clear: bool,
+}
+
+#[derive(Debug, Args)]
+struct ExecArgs {
+    #[command(flatten)]
+    home: HomeArgs,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+fn home_spec(cpus: Option<String>, node: Option<u32>, llc: Option<u32>) -> Result<HomeSpec> {
+    match (cpus, node, llc) {
+        (Some(c), None, None) => {
+            // Fail early on syntax; the scheduler checks the CPUs exist.
+            let set = cpulist::parse(&c).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?;
+            if set.is_empty() {
+                bail!("--cpus {c:?}: empty CPU list");
+            }
+            Ok(HomeSpec::Cpus(c))
+        }
+        (None, Some(n), None) => Ok(HomeSpec::Node(n)),
+        (None, None, Some(l)) => Ok(HomeSpec::Llc(l)),
+        _ => bail!("give exactly one of --cpus, --node, --llc"),
+    }
+}
+
+fn call(socket: &PathBuf, req: &Request) -> Result<Response> {
+    let mut stream = UnixStream::connect(socket).with_context(|| {
+        format!(
+            "connecting to {} (is scx_softpart running?)",
+            socket.display()
+        )
+    })?;
+    writeln!(stream, "{}", serde_json::to_string(req)?)?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line)?;
+    serde_json::from_str(&line).with_context(|| format!("unreadable answer {line:?}"))
+}
+
+fn report(resp: Response) -> Result<()> {
+    match resp {
+        Response::Ok { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        Response::Task(t) => {
+            println!("pid {} ({})", t.pid, t.comm);
+            println!("  allowed:   {}", t.allowed);
+            println!(
+                "  preferred: {}",
+                if t.preferred.is_empty() {
+                    "-"
+                } else {
+                    &t.preferred
+                }
+            );
+            println!("  from:      {}", t.source);
+            Ok(())
+        }
+        Response::Error { message } => bail!("{message}"),
+    }
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Prefer(a) => {
+            let target = match a.cgroup {
+                Some(cg) => Target::Cgroup(cg),
+                None => Target::Pids(a.pid),
+            };
+            let req = if a.clear {
+                Request::Clear { target }
+            } else {
+                Request::Prefer {
+                    target,
+                    home: home_spec(a.cpus, a.node, a.llc)
+                        .context("give a home: --cpus, --node or --llc (or --clear)")?,
+                }
+            };
+            report(call(&cli.socket, &req)?)
+        }
+        Cmd::Show { pid } => report(call(&cli.socket, &Request::Show { pid })?),
+        Cmd::Exec(a) => {
+            let home = home_spec(a.home.cpus, a.home.node, a.home.llc)?;
+            let me = std::process::id();
+            // Quiet on success: the command's own output follows.
+            if let Response::Error { message } = call(
+                &cli.socket,
+                &Request::Prefer {
+                    target: Target::Pids(vec![me]),
+                    home,
+                },
+            )? {
+                bail!("{message}");
+            }
+            let err = std::process::Command::new(&a.command[0])
+                .args(&a.command[1..])
+                .exec();
+            bail!("running {:?}: {err}", a.command[0])
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The control protocol between the `softpart` CLI and the running
+//! scheduler: one JSON request per connection on a Unix socket, one JSON
+//! reply. The scheduler checks the peer's credentials (SO_PEERCRED) itself.
+
+use serde::{Deserialize, Serialize};
+
+/// Where the scheduler listens unless told otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/softpart/control.sock";
+
+/// What a home is given as; the scheduler turns it into CPUs with its
+/// topology.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HomeSpec {
+    /// A CPU list, e.g. "0-15".
+    Cpus(String),
+    /// A NUMA node's CPUs.
+    Node(u32),
+    /// One last-level cache's CPUs (LLCs numbered machine-wide from 0, in
+    /// CPU order).
+    Llc(u32),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// Threads or processes by id. A process id covers the threads it has
+    /// now; threads and processes created later inherit at fork.
+    Pids(Vec<u32>),
+    /// A cgroup v2 directory (absolute, or relative to /sys/fs/cgroup); its
+    /// descendants inherit unless they have a home of their own.
+    Cgroup(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+pub enum Request {
+    /// Give the targets a home.
+    Prefer { target: Target, home: HomeSpec },
+    /// Remove the targets' own home (they fall back to their cgroup's).
+    Clear { target: Target },
+    /// Report a task's allowed and preferred CPUs.
+    Show { pid: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskView {
+    pub pid: u32,
+    pub comm: String,
+    /// Its real affinity (sched_getaffinity), which softpart never widens.
+    pub allowed: String,
+    /// The home softpart uses for it ("" if none), and where it comes from.
+    pub preferred: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum Response {
+    Ok { message: String },
+    Task(TaskView),
+    Error { message: String },
+}
