@@ -25,6 +25,7 @@ use scx_utils::{
 };
 use softpart_core::control::{Request, Response, Target, TaskView};
 use softpart_core::cpulist;
+use softpart_core::softness::{Softness, mean_util, smooth_util};
 use std::collections::BTreeSet;
 use std::mem::MaybeUninit;
 use std::os::unix::fs::MetadataExt;
@@ -78,6 +79,14 @@ struct Opts {
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     scan_cores: u32,
 
+    /// Softness (seed 000): "home-first" (default: wake at home whenever it
+    /// has an idle CPU, spill only when it has none), or the seed's
+    /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
+    /// set first once the home's per-CPU utilisation exceeds the machine's
+    /// by that ratio.
+    #[arg(long, default_value = "home-first")]
+    softness: Softness,
+
     /// Where the `softpart` CLI reaches the scheduler.
     #[arg(long, default_value = softpart_core::control::DEFAULT_SOCKET)]
     control_socket: PathBuf,
@@ -97,7 +106,15 @@ struct Scheduler<'a> {
     machine: Machine,
     homes: HomeTable,
     calls: Receiver<Call>,
+    softness: Softness,
+    /// Smoothed per-CPU utilisation and the busy counters it was read from.
+    util: Vec<f64>,
+    last_busy: Vec<u64>,
+    last_util_at: std::time::Instant,
 }
+
+/// How often utilisation and the softness flags are refreshed.
+const SOFTNESS_PERIOD: Duration = Duration::from_millis(20);
 
 impl<'a> Scheduler<'a> {
     fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
@@ -165,19 +182,31 @@ impl<'a> Scheduler<'a> {
 
         let mut skel = scx_ops_load!(skel, softpart_ops, uei)?;
         let link = scx_ops_attach!(skel, softpart_ops)?;
-        info!("attached; control socket {}", opts.control_socket.display());
+        info!(
+            "attached; softness {}; control socket {}",
+            opts.softness,
+            opts.control_socket.display()
+        );
+        let nr = machine.sibling.len();
         Ok(Self {
             skel,
             link: Some(link),
             machine,
             homes: HomeTable::default(),
             calls,
+            softness: opts.softness,
+            util: vec![0.0; nr],
+            last_busy: vec![0; nr],
+            last_util_at: std::time::Instant::now(),
         })
     }
 
     fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            match self.calls.recv_timeout(Duration::from_millis(100)) {
+            if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
+                self.refresh_softness();
+            }
+            match self.calls.recv_timeout(SOFTNESS_PERIOD) {
                 Ok(call) => {
                     let resp = self.handle(call.req, &call.peer);
                     let _ = call.reply.send(resp);
@@ -189,6 +218,35 @@ impl<'a> Scheduler<'a> {
         self.print_counters();
         let _ = self.link.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// Per-CPU utilisation from the fast path's busy counters, and for
+    /// every home the softness flag the fast path reads at wakeups.
+    fn refresh_softness(&mut self) {
+        let period = self.last_util_at.elapsed().as_nanos() as u64;
+        self.last_util_at = std::time::Instant::now();
+        let Some(bss) = self.skel.maps.bss_data.as_mut() else {
+            return;
+        };
+        for cpu in 0..self.util.len().min(bss.cpu_busy_ns.len()) {
+            let busy = bss.cpu_busy_ns[cpu];
+            let delta = busy.saturating_sub(self.last_busy[cpu]);
+            self.last_busy[cpu] = busy;
+            self.util[cpu] = smooth_util(self.util[cpu], delta, period, 0.5);
+        }
+        if self.softness == Softness::HomeFirst {
+            return;
+        }
+        let all = mean_util(&self.util, self.machine.cpus.iter());
+        for id in 0..homes::MAX_HOMES as u32 {
+            let Some(cpus) = self.homes.cpus(id) else {
+                break;
+            };
+            let flag = self
+                .softness
+                .allowed_first(mean_util(&self.util, cpus.iter()), all);
+            bss.allowed_first[id as usize] = flag as u32;
+        }
     }
 
     fn handle(&mut self, req: Request, peer: &Peer) -> Response {

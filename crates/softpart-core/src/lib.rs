@@ -5,5 +5,7 @@ pub mod control;
 pub mod cpulist;
 pub mod hist;
 pub mod partition;
+pub mod placement;
+pub mod softness;
 pub mod stats;
 pub mod topo;

@@ -114,7 +114,8 @@ struct task_ctx {
 	/* scratch: partition ∩ allowed, near ∩ allowed */
 	struct bpf_cpumask __kptr *scratch;
 	u64 gen;		/* homes_gen the home was resolved at */
-	u64 started_ns;
+	u64 started_ns;		/* last charged to utilisation */
+	u64 ran_since_ns;	/* started running (for the vtime charge) */
 	u32 home_id;
 	u32 at_home;		/* 0 away, 1 at home, 2 not yet run */
 	u32 room_seen;		/* consecutive slice ends away with room at home */
@@ -603,6 +604,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->started_ns = bpf_ktime_get_ns();
+	tctx->ran_since_ns = tctx->started_ns;
 	hs = home_stats_of(tctx->home_id);
 	if (homed(tctx) && hs) {
 		u32 in = bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home));
@@ -618,21 +620,16 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	}
 }
 
-void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
+/* Charges the time since the task started (or was last charged). */
+static void account_run(struct task_ctx *tctx, u32 cpu)
 {
-	struct task_ctx *tctx = lookup_tctx(p);
-	u64 used = slice_ns - p->scx.slice, ran;
-	u32 cpu = scx_bpf_task_cpu(p);
 	struct sp_home_stats *hs;
+	u64 now = bpf_ktime_get_ns(), ran;
 
-	if (p->scx.slice > slice_ns)
-		used = 0;
-	p->scx.dsq_vtime += used * 100 / p->scx.weight;
-	set_visitor(cpu, 0);
-
-	if (!tctx || !tctx->started_ns)
+	if (!tctx->started_ns || now <= tctx->started_ns)
 		return;
-	ran = bpf_ktime_get_ns() - tctx->started_ns;
+	ran = now - tctx->started_ns;
+	tctx->started_ns = now;
 	if (cpu < SP_MAX_CPUS) {
 		barrier_var(cpu);
 		__sync_fetch_and_add(&cpu_busy_ns[cpu], ran);
@@ -644,6 +641,39 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 		else
 			__sync_fetch_and_add(&hs->run_away_ns, ran);
 	}
+}
+
+void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+	u64 used = slice_ns - p->scx.slice, now = bpf_ktime_get_ns();
+	u32 cpu = scx_bpf_task_cpu(p);
+
+	if (p->scx.slice > slice_ns)
+		used = 0;
+	/*
+	 * Charge the whole time since running(): dispatch() may have refilled
+	 * the slice many times, so the slice left says little.
+	 */
+	if (tctx && tctx->ran_since_ns && now > tctx->ran_since_ns)
+		used = now - tctx->ran_since_ns;
+	p->scx.dsq_vtime += used * 100 / p->scx.weight;
+	set_visitor(cpu, 0);
+
+	if (tctx)
+		account_run(tctx, cpu);
+}
+
+/*
+ * A task whose slice dispatch() refills never stops: account its running
+ * time at every tick too, so per-CPU utilisation sees it.
+ */
+void BPF_STRUCT_OPS(softpart_tick, struct task_struct *p)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+
+	if (tctx)
+		account_run(tctx, scx_bpf_task_cpu(p));
 }
 
 void BPF_STRUCT_OPS(softpart_enable, struct task_struct *p)
@@ -805,6 +835,7 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .dispatch	= (void *)softpart_dispatch,
 	       .running		= (void *)softpart_running,
 	       .stopping	= (void *)softpart_stopping,
+	       .tick		= (void *)softpart_tick,
 	       .enable		= (void *)softpart_enable,
 	       .set_cpumask	= (void *)softpart_set_cpumask,
 	       .cgroup_move	= (void *)softpart_cgroup_move,

@@ -1,0 +1,204 @@
+//! A model of scx_softpart's wakeup placement (`pick_idle_cpu()` in
+//! crates/scx_softpart/src/bpf/main.bpf.c), step for step, so that the
+//! order and its invariants are specified and tested without a kernel:
+//!
+//! 1. prev, if idle and at home
+//! 2. an idle whole core at home (SMT only)
+//! 3. prev's SMT sibling, if idle and at home (seed 002)
+//! 4. an idle CPU at home (seed 003 bounds this scan in the BPF version)
+//! 5. a home CPU running a visitor (homed tasks only): owners first
+//! 6. prev, if idle (away from home)
+//! 7. an idle CPU in the home's node(s) (seed 001)
+//! 8. an idle whole core, then any idle CPU, in the allowed set
+//!
+//! With the softness flag set, steps 1-7 are skipped. A task without a home
+//! uses the partition it last ran in as its home and never evicts.
+
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    PrevHome,
+    CoreHome,
+    Sibling,
+    CpuHome,
+    Evict,
+    PrevAway,
+    Near,
+    CoreAny,
+    CpuAny,
+}
+
+/// What the fast path sees at a wakeup.
+#[derive(Debug, Clone)]
+pub struct Wakeup<'a> {
+    /// SMT sibling of each CPU (itself if none).
+    pub sibling: &'a [usize],
+    pub smt: bool,
+    pub allowed: &'a BTreeSet<usize>,
+    /// Home ∩ allowed (already intersected), and whether it is a real home
+    /// (false: the partition of prev, for a task without a home).
+    pub home: &'a BTreeSet<usize>,
+    pub homed: bool,
+    /// The home's node(s).
+    pub near: &'a BTreeSet<usize>,
+    pub prev: usize,
+    pub idle: &'a BTreeSet<usize>,
+    /// CPUs running a homed task away from its home.
+    pub visitors: &'a BTreeSet<usize>,
+    pub allowed_first: bool,
+}
+
+impl Wakeup<'_> {
+    fn idle_core_in(&self, set: &BTreeSet<usize>) -> Option<usize> {
+        set.iter().copied().find(|&c| {
+            self.idle.contains(&c) && self.idle.contains(&self.sibling[c]) && set.contains(&c)
+        })
+    }
+
+    fn idle_in(&self, set: &BTreeSet<usize>) -> Option<usize> {
+        set.iter().copied().find(|c| self.idle.contains(c))
+    }
+
+    pub fn pick(&self) -> Option<(usize, Step)> {
+        let inter = |a: &BTreeSet<usize>| -> BTreeSet<usize> {
+            a.intersection(self.allowed).copied().collect()
+        };
+        if !self.allowed_first {
+            let home = inter(self.home);
+            if home.contains(&self.prev) && self.idle.contains(&self.prev) {
+                return Some((self.prev, Step::PrevHome));
+            }
+            if self.smt {
+                if let Some(c) = self.idle_core_in(&home) {
+                    return Some((c, Step::CoreHome));
+                }
+                let s = self.sibling[self.prev];
+                if s != self.prev && home.contains(&s) && self.idle.contains(&s) {
+                    return Some((s, Step::Sibling));
+                }
+            }
+            if let Some(c) = self.idle_in(&home) {
+                return Some((c, Step::CpuHome));
+            }
+            if self.homed
+                && let Some(&c) = home.iter().find(|c| self.visitors.contains(c))
+            {
+                return Some((c, Step::Evict));
+            }
+            if self.allowed.contains(&self.prev) && self.idle.contains(&self.prev) {
+                return Some((self.prev, Step::PrevAway));
+            }
+            if self.homed
+                && let Some(c) = self.idle_in(&inter(self.near))
+            {
+                return Some((c, Step::Near));
+            }
+        }
+        if self.smt
+            && let Some(c) = self.idle_core_in(self.allowed)
+        {
+            return Some((c, Step::CoreAny));
+        }
+        self.idle_in(self.allowed).map(|c| (c, Step::CpuAny))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SIB: [usize; 8] = [1, 0, 3, 2, 5, 4, 7, 6];
+
+    fn set(bits: u8) -> BTreeSet<usize> {
+        (0..8).filter(|c| bits & (1 << c) != 0).collect()
+    }
+
+    #[test]
+    fn order_on_2n2c2t() {
+        let allowed = set(0xff);
+        let home = set(0x0f);
+        let near = set(0x0f);
+        let none = BTreeSet::new();
+        let mk = |prev, idle: &'static str, visitors: &BTreeSet<usize>| -> Option<(usize, Step)> {
+            let idle: BTreeSet<usize> = idle
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().unwrap())
+                .collect();
+            Wakeup {
+                sibling: &SIB,
+                smt: true,
+                allowed: &allowed,
+                home: &home,
+                homed: true,
+                near: &near,
+                prev,
+                idle: &idle,
+                visitors,
+                allowed_first: false,
+            }
+            .pick()
+        };
+        assert_eq!(mk(1, "1,2,3", &none), Some((1, Step::PrevHome)));
+        assert_eq!(mk(0, "1,2,3", &none), Some((2, Step::CoreHome)));
+        assert_eq!(mk(0, "1,3", &none), Some((1, Step::Sibling)));
+        assert_eq!(mk(4, "3", &none), Some((3, Step::CpuHome)));
+        assert_eq!(mk(4, "4,6,7", &[2].into()), Some((2, Step::Evict)));
+        assert_eq!(mk(4, "4,6,7", &none), Some((4, Step::PrevAway)));
+        assert_eq!(mk(4, "6,7", &none), Some((6, Step::CoreAny)));
+        assert_eq!(mk(4, "", &none), None);
+    }
+
+    fn wakeup_strategy() -> impl Strategy<Value = (u8, u8, u8, u8, usize, bool, bool, bool)> {
+        (
+            1u8..=255,
+            any::<u8>(),
+            any::<u8>(),
+            any::<u8>(),
+            0usize..8,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn invariants((a, h, i, v, prev, smt, homed, af) in wakeup_strategy()) {
+            let allowed = set(a);
+            let prev = if allowed.contains(&prev) { prev } else { *allowed.iter().next().unwrap() };
+            let home: BTreeSet<usize> = set(h).intersection(&allowed).copied().collect();
+            let idle = set(i);
+            let visitors = set(v);
+            let near = home.clone();
+            let w = Wakeup { sibling: &SIB, smt, allowed: &allowed, home: &home, homed, near: &near,
+                             prev, idle: &idle, visitors: &visitors, allowed_first: af };
+            let pick = w.pick();
+            // Never outside the allowed set: softpart never widens affinity.
+            if let Some((c, _)) = pick {
+                prop_assert!(allowed.contains(&c));
+            }
+            // Work conservation: an idle allowed CPU is always found.
+            if allowed.iter().any(|c| idle.contains(c)) {
+                prop_assert!(pick.is_some());
+            }
+            // Home first: with an idle CPU at home, the pick is at home.
+            if !af && home.iter().any(|c| idle.contains(c)) {
+                let (c, _) = pick.unwrap();
+                prop_assert!(home.contains(&c), "picked {} outside home {:?}", c, home);
+            }
+            // Evictions only for homed tasks, only of visitors at home, only
+            // when home has no idle CPU.
+            if let Some((c, Step::Evict)) = pick {
+                prop_assert!(homed && visitors.contains(&c) && home.contains(&c));
+                prop_assert!(!home.iter().any(|x| idle.contains(x)));
+            }
+            // Anything but an eviction lands on an idle CPU.
+            if let Some((c, s)) = pick && s != Step::Evict {
+                prop_assert!(idle.contains(&c));
+            }
+        }
+    }
+}
