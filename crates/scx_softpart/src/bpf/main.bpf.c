@@ -115,7 +115,6 @@ struct task_ctx {
 	struct bpf_cpumask __kptr *scratch;
 	u64 gen;		/* homes_gen the home was resolved at */
 	u64 started_ns;		/* last charged to utilisation */
-	u64 ran_since_ns;	/* started running (for the vtime charge) */
 	u32 home_id;
 	u32 at_home;		/* 0 away, 1 at home, 2 not yet run */
 	u32 room_seen;		/* consecutive slice ends away with room at home */
@@ -604,7 +603,6 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->started_ns = bpf_ktime_get_ns();
-	tctx->ran_since_ns = tctx->started_ns;
 	hs = home_stats_of(tctx->home_id);
 	if (homed(tctx) && hs) {
 		u32 in = bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home));
@@ -646,17 +644,18 @@ static void account_run(struct task_ctx *tctx, u32 cpu)
 void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
-	u64 used = slice_ns - p->scx.slice, now = bpf_ktime_get_ns();
+	u64 used = slice_ns - p->scx.slice;
 	u32 cpu = scx_bpf_task_cpu(p);
 
+	/*
+	 * At most one slice is charged per stop, scaled by weight. A task whose
+	 * slice dispatch() refilled is undercharged, but task_vtime() clamps it
+	 * to slice_lag_ns behind the clock when it queues again. Charging the
+	 * whole run instead let a nice-19 kthread (weight 1, 100x) run so far
+	 * ahead of the clock that it stalled for 30 s under affinity churn.
+	 */
 	if (p->scx.slice > slice_ns)
 		used = 0;
-	/*
-	 * Charge the whole time since running(): dispatch() may have refilled
-	 * the slice many times, so the slice left says little.
-	 */
-	if (tctx && tctx->ran_since_ns && now > tctx->ran_since_ns)
-		used = now - tctx->ran_since_ns;
 	p->scx.dsq_vtime += used * 100 / p->scx.weight;
 	set_visitor(cpu, 0);
 
