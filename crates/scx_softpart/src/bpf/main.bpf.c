@@ -426,15 +426,21 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 }
 
 /*
- * A task may not run ahead of the clock by more than one slice of credit
- * (it slept), nor keep more than slice_lag_ns of it.
+ * Where a task queues on the vtime clock: a sleeper keeps at most
+ * slice_lag_ns of credit, and no task is put further ahead than
+ * slice_lag_ns scaled by its weight (a nice-19 task is charged 100x per ns
+ * run; unbounded, it could fall so far behind the others that the watchdog
+ * sees it starve).
  */
 static __always_inline u64 task_vtime(struct task_struct *p)
 {
 	u64 vtime = p->scx.dsq_vtime;
+	u64 ahead = slice_lag_ns * 100 / (p->scx.weight ? p->scx.weight : 1);
 
 	if (time_before(vtime, vtime_now - slice_lag_ns))
 		vtime = vtime_now - slice_lag_ns;
+	else if (time_before(vtime_now + ahead, vtime))
+		vtime = vtime_now + ahead;
 	return vtime;
 }
 
