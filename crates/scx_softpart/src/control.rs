@@ -27,6 +27,15 @@ pub struct Peer {
 }
 
 impl Peer {
+    /// The scheduler itself, acting on its config file.
+    pub fn root() -> Peer {
+        Peer {
+            pid: std::process::id() as i32,
+            uid: 0,
+            cap_sys_nice: true,
+        }
+    }
+
     pub fn privileged(&self) -> bool {
         self.uid == 0 || self.cap_sys_nice
     }
@@ -210,6 +219,9 @@ pub fn check_task(peer: &Peer, pid: u32, cpus: Option<&BTreeSet<usize>>) -> Resu
 /// A cgroup path as given (absolute, with or without the /sys/fs/cgroup
 /// prefix, or relative to it), resolved to its directory.
 pub fn cgroup_dir(path: &str) -> Result<PathBuf> {
+    if path.trim().is_empty() {
+        bail!("cgroup path is empty (the root cgroup is \"/\")");
+    }
     let rel = path.trim().trim_start_matches(CGROUP_ROOT);
     let dir = Path::new(CGROUP_ROOT).join(rel.trim_start_matches('/'));
     if rel.split('/').any(|c| c == "..") {
@@ -222,6 +234,14 @@ pub fn cgroup_dir(path: &str) -> Result<PathBuf> {
         );
     }
     Ok(dir)
+}
+
+/// How stats and messages name a cgroup: its path from the cgroup2 root.
+pub fn cgroup_label(dir: &Path) -> String {
+    match dir.strip_prefix(CGROUP_ROOT) {
+        Ok(rel) => format!("/{}", rel.display()),
+        Err(_) => dir.display().to_string(),
+    }
 }
 
 /// Checks that the peer may give the cgroup at `path` a home of `cpus`:

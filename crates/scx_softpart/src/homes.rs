@@ -1,38 +1,122 @@
-//! The homes the fast path knows: each distinct CPU set gets a small id
-//! (the BPF side keeps a cpumask per id). Ids are never reused while the
-//! scheduler runs, so a task or cgroup entry always means what it meant.
+//! The homes the fast path knows. Each group (a cgroup, or the processes
+//! one `prefer --pid` named) gets a small id of its own, so that the fast
+//! path's per-home counters are per group and a group can have its own
+//! softness. The BPF side keeps a cpumask per id.
+//!
+//! An id is reused only once nothing in the fast path's maps refers to it
+//! any more (the caller says which ids are still referenced).
 
 use anyhow::{Result, bail};
-use std::collections::{BTreeMap, BTreeSet};
+use softpart_core::softness::Softness;
+use std::collections::BTreeSet;
 
 use crate::bpf_intf;
 
-#[derive(Debug, Default)]
-pub struct HomeTable {
-    ids: BTreeMap<BTreeSet<usize>, u32>,
-    sets: Vec<BTreeSet<usize>>,
-}
-
 pub const MAX_HOMES: usize = bpf_intf::softpart_consts_SP_MAX_HOMES as usize;
 
+#[derive(Debug, Clone, PartialEq)]
+pub struct Home {
+    /// Who it is for: a cgroup path, or "pid N".
+    pub label: String,
+    pub cpus: BTreeSet<usize>,
+    /// None: the scheduler's --softness.
+    pub softness: Option<Softness>,
+}
+
+#[derive(Debug, Default)]
+pub struct HomeTable {
+    slots: Vec<Option<Home>>,
+}
+
+/// What `assign` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Assigned {
+    pub id: u32,
+    /// The CPUs behind the id changed: the fast path must be told.
+    pub redefine: bool,
+    /// The id was free before: its counters belong to a previous group.
+    pub new: bool,
+}
+
 impl HomeTable {
-    /// The id of this CPU set, and whether it is new (then the caller must
-    /// hand it to the fast path before using it).
-    pub fn intern(&mut self, cpus: &BTreeSet<usize>) -> Result<(u32, bool)> {
-        if let Some(&id) = self.ids.get(cpus) {
-            return Ok((id, false));
+    /// The id of `home.label`'s group, updated to `home`. A new group takes
+    /// a free id; when there is none, ids that `referenced()` does not list
+    /// are freed first.
+    pub fn assign(
+        &mut self,
+        home: Home,
+        referenced: impl FnOnce() -> BTreeSet<u32>,
+    ) -> Result<Assigned> {
+        if let Some(id) = self.find(&home.label) {
+            let slot = &mut self.slots[id as usize];
+            let redefine = slot.as_ref().is_none_or(|h| h.cpus != home.cpus);
+            *slot = Some(home);
+            return Ok(Assigned {
+                id,
+                redefine,
+                new: false,
+            });
         }
-        if self.sets.len() >= MAX_HOMES {
-            bail!("too many distinct homes (at most {MAX_HOMES})");
+        let id = match self.free_slot() {
+            Some(id) => id,
+            None => {
+                let used = referenced();
+                for (id, slot) in self.slots.iter_mut().enumerate() {
+                    if !used.contains(&(id as u32)) {
+                        *slot = None;
+                    }
+                }
+                match self.free_slot() {
+                    Some(id) => id,
+                    None => {
+                        bail!("too many groups with a home (at most {MAX_HOMES}); clear some first")
+                    }
+                }
+            }
+        };
+        if id as usize == self.slots.len() {
+            self.slots.push(None);
         }
-        let id = self.sets.len() as u32;
-        self.ids.insert(cpus.clone(), id);
-        self.sets.push(cpus.clone());
-        Ok((id, true))
+        self.slots[id as usize] = Some(home);
+        Ok(Assigned {
+            id,
+            redefine: true,
+            new: true,
+        })
     }
 
-    pub fn cpus(&self, id: u32) -> Option<&BTreeSet<usize>> {
-        self.sets.get(id as usize)
+    fn free_slot(&self) -> Option<u32> {
+        match self.slots.iter().position(Option::is_none) {
+            Some(i) => Some(i as u32),
+            None if self.slots.len() < MAX_HOMES => Some(self.slots.len() as u32),
+            None => None,
+        }
+    }
+
+    pub fn find(&self, label: &str) -> Option<u32> {
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|h| h.label == label))
+            .map(|i| i as u32)
+    }
+
+    /// Forgets a group; its id is free once nothing refers to it (the
+    /// caller removes the map entries).
+    pub fn release(&mut self, label: &str) {
+        if let Some(id) = self.find(label) {
+            self.slots[id as usize] = None;
+        }
+    }
+
+    pub fn get(&self, id: u32) -> Option<&Home> {
+        self.slots.get(id as usize).and_then(Option::as_ref)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Home)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|h| (i as u32, h)))
     }
 }
 
@@ -51,19 +135,55 @@ pub fn words(cpus: &BTreeSet<usize>) -> [u64; bpf_intf::softpart_consts_SP_CPU_W
 mod tests {
     use super::*;
 
-    #[test]
-    fn interns_and_dedupes() {
-        let mut t = HomeTable::default();
-        let a: BTreeSet<usize> = (0..4).collect();
-        let b: BTreeSet<usize> = (4..8).collect();
-        assert_eq!(t.intern(&a).unwrap(), (0, true));
-        assert_eq!(t.intern(&b).unwrap(), (1, true));
-        assert_eq!(t.intern(&a).unwrap(), (0, false));
-        assert_eq!(t.cpus(1), Some(&b));
-        for i in 2..MAX_HOMES {
-            t.intern(&[i + 100].into()).unwrap();
+    fn home(label: &str, cpus: std::ops::Range<usize>) -> Home {
+        Home {
+            label: label.into(),
+            cpus: cpus.collect(),
+            softness: None,
         }
-        assert!(t.intern(&[5000].into()).is_err());
+    }
+
+    #[test]
+    fn one_id_per_group() {
+        let mut t = HomeTable::default();
+        let none = BTreeSet::new;
+        let a = t.assign(home("/db1", 0..4), none).unwrap();
+        let b = t.assign(home("/db2", 0..4), none).unwrap();
+        assert_eq!((a.id, a.redefine, a.new), (0, true, true));
+        assert_eq!((b.id, b.redefine, b.new), (1, true, true));
+        // Same group, same CPUs: nothing to redefine.
+        let again = t.assign(home("/db1", 0..4), none).unwrap();
+        assert_eq!((again.id, again.redefine, again.new), (0, false, false));
+        // Same group, new CPUs: same id, redefined.
+        let moved = t.assign(home("/db1", 4..8), none).unwrap();
+        assert_eq!((moved.id, moved.redefine, moved.new), (0, true, false));
+        assert_eq!(t.get(0).unwrap().cpus, (4..8).collect());
+        t.release("/db1");
+        assert_eq!(t.get(0), None);
+        assert_eq!(t.assign(home("/db3", 0..2), none).unwrap().id, 0);
+    }
+
+    #[test]
+    fn reuses_only_unreferenced_ids_when_full() {
+        let mut t = HomeTable::default();
+        for i in 0..MAX_HOMES {
+            t.assign(home(&format!("pid {i}"), 0..1), BTreeSet::new)
+                .unwrap();
+        }
+        let all: BTreeSet<u32> = (0..MAX_HOMES as u32).collect();
+        let e = t
+            .assign(home("/late", 0..1), || all.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too many groups"), "{e}");
+        // Everything still there after a failed attempt.
+        assert_eq!(t.iter().count(), MAX_HOMES);
+        let mut some = all.clone();
+        some.remove(&7);
+        let got = t.assign(home("/late", 0..1), || some).unwrap();
+        assert_eq!(got.id, 7);
+        assert_eq!(t.find("pid 7"), None);
+        assert_eq!(t.find("pid 8"), Some(8));
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct Machine {
     pub llcs: Vec<BTreeSet<usize>>,
     /// One SMT sibling of each CPU id (itself when it has none).
     pub sibling: Vec<usize>,
+    /// Each CPU's core, named by the core's lowest CPU id.
+    pub core: Vec<usize>,
     pub threads_per_core: usize,
 }
 
@@ -44,12 +46,15 @@ impl Machine {
             .collect();
         llcs.sort_by_key(|s| s.first().copied());
         let mut sibling: Vec<usize> = (0..nr).collect();
+        let mut core_of: Vec<usize> = (0..nr).collect();
         let mut threads_per_core = 1;
         for core in topo.all_cores.values() {
             let ids: Vec<usize> = core.cpus.keys().copied().collect();
             threads_per_core = threads_per_core.max(ids.len());
+            let first = ids.iter().copied().min().unwrap_or(0);
             for (i, &c) in ids.iter().enumerate() {
                 sibling[c] = ids[(i + 1) % ids.len()];
+                core_of[c] = first;
             }
         }
         Machine {
@@ -58,8 +63,13 @@ impl Machine {
             distance,
             llcs,
             sibling,
+            core: core_of,
             threads_per_core,
         }
+    }
+
+    pub fn llc_of(&self, cpu: usize) -> Option<usize> {
+        self.llcs.iter().position(|l| l.contains(&cpu))
     }
 
     pub fn node_of(&self, cpu: usize) -> Option<usize> {
@@ -156,6 +166,7 @@ pub mod tests {
             distance: vec![vec![10, 20], vec![20, 10]],
             llcs: vec![(0..4).collect(), (4..8).collect()],
             sibling: vec![1, 0, 3, 2, 5, 4, 7, 6],
+            core: vec![0, 0, 2, 2, 4, 4, 6, 6],
             threads_per_core: 2,
         }
     }

@@ -7,26 +7,29 @@
 
 mod bpf_intf;
 mod bpf_skel;
+mod config;
 mod control;
 mod homes;
 mod machine;
 mod partitions;
+mod stats;
 
 use anyhow::{Context, Result, bail};
 use bpf_skel::*;
 use clap::Parser;
 use control::{Call, Peer};
-use homes::HomeTable;
+use homes::{Home, HomeTable};
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
 use log::{info, warn};
 use machine::Machine;
+use scx_stats::prelude::StatsServer;
 use scx_utils::{
     Topology, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report,
 };
 use softpart_core::control::{Request, Response, Target, TaskView};
 use softpart_core::cpulist;
 use softpart_core::softness::{Softness, mean_util, smooth_util};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::mem::MaybeUninit;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -87,6 +90,22 @@ struct Opts {
     #[arg(long, default_value = "home-first")]
     softness: Softness,
 
+    /// Homes for cgroups by path or glob (TOML; see docs/config.md). Read
+    /// and checked at start; matched again as cgroups appear.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Print placement statistics every SECS seconds while running:
+    /// locality, spills and returns, run delay and migrations by distance,
+    /// per group and per partition.
+    #[arg(long, value_name = "SECS")]
+    stats: Option<f64>,
+
+    /// Do not schedule: print the statistics of the scx_softpart already
+    /// running every SECS seconds, until Ctrl-C.
+    #[arg(long, value_name = "SECS", conflicts_with = "stats")]
+    monitor: Option<f64>,
+
     /// Where the `softpart` CLI reaches the scheduler.
     #[arg(long, default_value = softpart_core::control::DEFAULT_SOCKET)]
     control_socket: PathBuf,
@@ -104,7 +123,15 @@ struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     machine: Machine,
+    parts: Vec<BTreeSet<usize>>,
     homes: HomeTable,
+    /// The config file's rules, and the cgroups (by id) already matched.
+    rules: Vec<config::Rule>,
+    seen_cgroups: BTreeSet<u64>,
+    /// Cgroups with a home, by id: their group label.
+    cgroup_groups: BTreeMap<u64, String>,
+    last_scan: std::time::Instant,
+    stats_server: StatsServer<(), stats::Snapshot>,
     calls: Receiver<Call>,
     softness: Softness,
     /// Smoothed per-CPU utilisation and the busy counters it was read from.
@@ -115,6 +142,28 @@ struct Scheduler<'a> {
 
 /// How often utilisation and the softness flags are refreshed.
 const SOFTNESS_PERIOD: Duration = Duration::from_millis(20);
+/// How often the cgroup tree is walked for new and removed cgroups.
+const CGROUP_SCAN_PERIOD: Duration = Duration::from_secs(1);
+
+/// The fast path's event counters, in enum sp_stat order.
+const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
+    "pick_prev",
+    "pick_core_home",
+    "pick_sibling",
+    "pick_cpu_home",
+    "pick_prev_away",
+    "pick_near",
+    "pick_core_any",
+    "pick_cpu_any",
+    "pick_none",
+    "enqueue",
+    "kick",
+    "dispatch_own",
+    "dispatch_steal",
+    "home_resolve",
+    "return_idle",
+    "evict",
+];
 
 impl<'a> Scheduler<'a> {
     fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
@@ -129,6 +178,10 @@ impl<'a> Scheduler<'a> {
         let topo = Topology::new().context("reading the CPU topology")?;
         let machine = Machine::from_topology(&topo);
         let parts = partitions::from_topology(&topo, opts.partitions.as_deref())?;
+        let rules = match &opts.config {
+            Some(path) => config::load(path, |spec| machine.resolve(spec))?,
+            None => Vec::new(),
+        };
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
         if nr_cpu_ids > bpf_intf::softpart_consts_SP_MAX_CPUS as usize {
             bail!(
@@ -137,6 +190,9 @@ impl<'a> Scheduler<'a> {
             );
         }
         let calls = control::serve(&opts.control_socket)?;
+        let stats_server = StatsServer::new(stats::server_data())
+            .launch()
+            .context("starting the stats server")?;
         info!(
             "{SCHEDULER_NAME} {}: {} CPUs, SMT {}, partitions: {}",
             env!("CARGO_PKG_VERSION"),
@@ -171,6 +227,10 @@ impl<'a> Scheduler<'a> {
         for (cpu, &sib) in machine.sibling.iter().enumerate() {
             if cpu < rodata.cpu_sibling.len() {
                 rodata.cpu_sibling[cpu] = sib as u32;
+                rodata.cpu_core[cpu] = machine.core[cpu] as u32;
+                // CPUs of no known LLC or node get ids of their own.
+                rodata.cpu_llc[cpu] = machine.llc_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
+                rodata.cpu_node[cpu] = machine.node_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
             }
         }
         let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
@@ -188,23 +248,43 @@ impl<'a> Scheduler<'a> {
             opts.control_socket.display()
         );
         let nr = machine.sibling.len();
-        Ok(Self {
+        let mut sched = Self {
             skel,
             link: Some(link),
             machine,
+            parts,
             homes: HomeTable::default(),
+            rules,
+            seen_cgroups: BTreeSet::new(),
+            cgroup_groups: BTreeMap::new(),
+            last_scan: std::time::Instant::now(),
+            stats_server,
             calls,
             softness: opts.softness,
             util: vec![0.0; nr],
             last_busy: vec![0; nr],
             last_util_at: std::time::Instant::now(),
-        })
+        };
+        if !sched.rules.is_empty() {
+            info!("config: {} home rule(s)", sched.rules.len());
+            sched.scan_cgroups();
+        }
+        Ok(sched)
     }
 
     fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
+        let (stats_tx, stats_rx) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
                 self.refresh_softness();
+            }
+            if self.last_scan.elapsed() >= CGROUP_SCAN_PERIOD
+                && (!self.rules.is_empty() || !self.cgroup_groups.is_empty())
+            {
+                self.scan_cgroups();
+            }
+            while stats_rx.try_recv().is_ok() {
+                stats_tx.send(self.snapshot())?;
             }
             match self.calls.recv_timeout(SOFTNESS_PERIOD) {
                 Ok(call) => {
@@ -234,18 +314,15 @@ impl<'a> Scheduler<'a> {
             self.last_busy[cpu] = busy;
             self.util[cpu] = smooth_util(self.util[cpu], delta, period, 0.5);
         }
-        if self.softness == Softness::HomeFirst {
-            return;
-        }
         let all = mean_util(&self.util, self.machine.cpus.iter());
-        for id in 0..homes::MAX_HOMES as u32 {
-            let Some(cpus) = self.homes.cpus(id) else {
-                break;
-            };
-            let flag = self
+        for (id, home) in self.homes.iter() {
+            let flag = home
                 .softness
-                .allowed_first(mean_util(&self.util, cpus.iter()), all);
-            bss.allowed_first[id as usize] = flag as u32;
+                .unwrap_or(self.softness)
+                .allowed_first(mean_util(&self.util, home.cpus.iter()), all);
+            if let Some(slot) = bss.allowed_first.get_mut(id as usize) {
+                *slot = flag as u32;
+            }
         }
     }
 
@@ -258,10 +335,37 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// The fast path's id for a home, defining it there if it is new.
-    fn home_id(&mut self, cpus: &BTreeSet<usize>) -> Result<u32> {
-        let (id, new) = self.homes.intern(cpus)?;
-        if new {
+    /// The fast path's id for a group's home, defining or redefining it
+    /// there when needed.
+    fn define_home(
+        &mut self,
+        label: String,
+        cpus: &BTreeSet<usize>,
+        softness: Option<Softness>,
+    ) -> Result<u32> {
+        let maps = &self.skel.maps;
+        let assigned = self.homes.assign(
+            Home {
+                label,
+                cpus: cpus.clone(),
+                softness,
+            },
+            || referenced_homes(maps),
+        )?;
+        let id = assigned.id;
+        if assigned.new
+            && let Some(bss) = self.skel.maps.bss_data.as_mut()
+            && let Some(gs) = bss.group_stats.get_mut(id as usize)
+        {
+            *gs = Default::default();
+            let zero = vec![0u8; std::mem::size_of::<bpf_intf::sp_hist>()];
+            let _ = self
+                .skel
+                .maps
+                .delay_hists
+                .update(&id.to_ne_bytes(), &zero, MapFlags::ANY);
+        }
+        if assigned.redefine {
             let mut args = bpf_intf::sp_home_args {
                 id,
                 pad: 0,
@@ -290,6 +394,73 @@ impl<'a> Scheduler<'a> {
         Ok(id)
     }
 
+    /// Gives a (checked) cgroup its group's home.
+    fn set_cgroup_home(
+        &mut self,
+        cgid: u64,
+        label: String,
+        cpus: &BTreeSet<usize>,
+        softness: Option<Softness>,
+    ) -> Result<()> {
+        let id = self.define_home(label.clone(), cpus, softness)?;
+        self.skel.maps.cgroup_homes.update(
+            &cgid.to_ne_bytes(),
+            &id.to_ne_bytes(),
+            MapFlags::ANY,
+        )?;
+        self.cgroup_groups.insert(cgid, label);
+        self.bump_gen();
+        Ok(())
+    }
+
+    fn clear_cgroup_home(&mut self, cgid: u64) {
+        let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
+        if let Some(label) = self.cgroup_groups.remove(&cgid) {
+            self.homes.release(&label);
+        }
+        self.bump_gen();
+    }
+
+    /// Forgets cgroups that are gone, and gives new cgroups that match the
+    /// config file their home.
+    fn scan_cgroups(&mut self) {
+        self.last_scan = std::time::Instant::now();
+        let live = cgroup_tree(Path::new(control::CGROUP_ROOT));
+        let ids: BTreeSet<u64> = live.iter().map(|(_, id)| *id).collect();
+        let gone: Vec<u64> = self
+            .cgroup_groups
+            .keys()
+            .filter(|id| !ids.contains(id))
+            .copied()
+            .collect();
+        for cgid in gone {
+            self.clear_cgroup_home(cgid);
+        }
+        self.seen_cgroups.retain(|id| ids.contains(id));
+        if self.rules.is_empty() {
+            return;
+        }
+        for (label, cgid) in live {
+            if !self.seen_cgroups.insert(cgid) || self.cgroup_groups.contains_key(&cgid) {
+                continue;
+            }
+            let Some(rule) = config::rule_for(&self.rules, &label).cloned() else {
+                continue;
+            };
+            let applied = control::check_cgroup(&Peer::root(), &label, Some(&rule.cpus)).and_then(
+                |(id, _)| self.set_cgroup_home(id, label.clone(), &rule.cpus, rule.softness),
+            );
+            match applied {
+                Ok(()) => info!(
+                    "config: cgroup {label} prefers CPUs {} (rule cgroup = {:?})",
+                    cpulist::format(&rule.cpus),
+                    rule.cgroup
+                ),
+                Err(e) => warn!("config: cgroup {label} (rule {:?}): {e:#}", rule.cgroup),
+            }
+        }
+    }
+
     fn bump_gen(&mut self) {
         if let Some(data) = self.skel.maps.data_data.as_mut() {
             data.homes_gen += 1;
@@ -298,8 +469,16 @@ impl<'a> Scheduler<'a> {
 
     fn try_handle(&mut self, req: Request, peer: &Peer) -> Result<Response> {
         match req {
-            Request::Prefer { target, home } => {
+            Request::Prefer {
+                target,
+                home,
+                softness,
+            } => {
                 let cpus = self.machine.resolve(&home)?;
+                let softness = match softness {
+                    None => None,
+                    Some(s) => Some(s.parse::<Softness>().map_err(anyhow::Error::msg)?),
+                };
                 match target {
                     Target::Pids(pids) => {
                         if pids.is_empty() {
@@ -310,7 +489,8 @@ impl<'a> Scheduler<'a> {
                         for &pid in &pids {
                             tids.extend(control::check_task(peer, pid, Some(&cpus))?);
                         }
-                        let id = self.home_id(&cpus)?;
+                        let id =
+                            self.define_home(format!("pid {}", join(&pids)), &cpus, softness)?;
                         for tid in &tids {
                             self.skel.maps.task_homes.update(
                                 &tid.to_ne_bytes(),
@@ -330,13 +510,7 @@ impl<'a> Scheduler<'a> {
                     }
                     Target::Cgroup(path) => {
                         let (cgid, dir) = control::check_cgroup(peer, &path, Some(&cpus))?;
-                        let id = self.home_id(&cpus)?;
-                        self.skel.maps.cgroup_homes.update(
-                            &cgid.to_ne_bytes(),
-                            &id.to_ne_bytes(),
-                            MapFlags::ANY,
-                        )?;
-                        self.bump_gen();
+                        self.set_cgroup_home(cgid, control::cgroup_label(&dir), &cpus, softness)?;
                         Ok(Response::Ok {
                             message: format!(
                                 "cgroup {} now prefers CPUs {}",
@@ -363,8 +537,7 @@ impl<'a> Scheduler<'a> {
                 }
                 Target::Cgroup(path) => {
                     let (cgid, dir) = control::check_cgroup(peer, &path, None)?;
-                    let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
-                    self.bump_gen();
+                    self.clear_cgroup_home(cgid);
                     Ok(Response::Ok {
                         message: format!("cgroup {}: home cleared", dir.display()),
                     })
@@ -409,7 +582,7 @@ impl<'a> Scheduler<'a> {
             }
         }
         let (preferred, source) =
-            match found.and_then(|(id, src)| self.homes.cpus(id).map(|c| (c.clone(), src))) {
+            match found.and_then(|(id, src)| self.homes.get(id).map(|h| (h.cpus.clone(), src))) {
                 Some((cpus, src)) => {
                     let src = if cpus.is_disjoint(&allowed) {
                         format!("{src}; ignored: none of these CPUs is allowed")
@@ -434,34 +607,144 @@ impl<'a> Scheduler<'a> {
 
     /// One JSON line with the fast path's counters, for tests and scripts.
     fn print_counters(&self) {
-        let names = [
-            "pick_prev",
-            "pick_core_home",
-            "pick_sibling",
-            "pick_cpu_home",
-            "pick_prev_away",
-            "pick_near",
-            "pick_core_any",
-            "pick_cpu_any",
-            "pick_none",
-            "enqueue",
-            "kick",
-            "dispatch_own",
-            "dispatch_steal",
-            "home_resolve",
-            "return_idle",
-            "evict",
-        ];
         let Some(bss) = self.skel.maps.bss_data.as_ref() else {
             return;
         };
-        let fields: Vec<String> = names
+        let fields: Vec<String> = EVENT_NAMES
             .iter()
             .zip(bss.stats.iter())
             .map(|(n, v)| format!("\"{n}\":{v}"))
             .collect();
         println!("{{\"softpart_counters\":{{{}}}}}", fields.join(","));
     }
+
+    fn hist(&self, slot: u32) -> Vec<u64> {
+        self.skel
+            .maps
+            .delay_hists
+            .lookup(&slot.to_ne_bytes(), MapFlags::ANY)
+            .ok()
+            .flatten()
+            .map(|v| {
+                v.chunks_exact(8)
+                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn raw_group(&self, bss: &types::bss, slot: u32) -> stats::RawCounters {
+        let g = &bss.group_stats[slot as usize];
+        stats::RawCounters {
+            run_home_ns: g.run_home_ns,
+            run_away_ns: g.run_away_ns,
+            spills: g.spills,
+            returns: g.returns,
+            delay_ns: g.delay_ns,
+            nr_delays: g.nr_delays,
+            migrations: g.migrations,
+            delay_hist: self.hist(slot),
+            ..Default::default()
+        }
+    }
+
+    /// Everything `--stats` reports, as of now.
+    fn snapshot(&self) -> stats::Snapshot {
+        let mut snap = stats::Snapshot {
+            at_ns: monotonic_ns(),
+            ..Default::default()
+        };
+        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
+            return snap;
+        };
+        snap.events = EVENT_NAMES.iter().copied().zip(bss.stats).collect();
+        for (id, home) in self.homes.iter() {
+            snap.groups.insert(
+                home.label.clone(),
+                (
+                    cpulist::format(&home.cpus),
+                    home.softness.unwrap_or(self.softness).to_string(),
+                    self.raw_group(bss, id),
+                ),
+            );
+        }
+        snap.groups.insert(
+            "-".into(),
+            (
+                String::new(),
+                "-".into(),
+                self.raw_group(bss, homes::MAX_HOMES as u32),
+            ),
+        );
+        let first_part_slot = bpf_intf::softpart_consts_SP_NR_GROUP_SLOTS;
+        for (i, cpus) in self.parts.iter().enumerate() {
+            let p = &bss.part_stats[i];
+            snap.parts.insert(
+                i as u32,
+                (
+                    cpulist::format(cpus),
+                    cpus.len(),
+                    stats::RawCounters {
+                        delay_ns: p.delay_ns,
+                        nr_delays: p.nr_delays,
+                        steals: p.steals,
+                        foreign_ns: p.foreign_ns,
+                        busy_ns: cpus.iter().filter_map(|&c| bss.cpu_busy_ns.get(c)).sum(),
+                        delay_hist: self.hist(first_part_slot + i as u32),
+                        ..Default::default()
+                    },
+                ),
+            );
+        }
+        snap
+    }
+}
+
+/// Home ids some task or cgroup entry in the fast path still refers to.
+fn referenced_homes(maps: &BpfMaps) -> BTreeSet<u32> {
+    let mut used = BTreeSet::new();
+    for map in [&maps.task_homes, &maps.cgroup_homes] {
+        for key in map.keys() {
+            if let Some(id) = Scheduler::lookup_u32(map, &key) {
+                used.insert(id);
+            }
+        }
+    }
+    used
+}
+
+/// Every cgroup under `root` (at most SP_MAX_CGROUP_DEPTH levels down),
+/// as (path from the root, cgroup id).
+fn cgroup_tree(root: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), 0u32)];
+    while let Some((dir, depth)) = stack.pop() {
+        if let Ok(meta) = std::fs::metadata(&dir) {
+            out.push((control::cgroup_label(&dir), meta.ino()));
+        }
+        if depth >= bpf_intf::softpart_consts_SP_MAX_CGROUP_DEPTH {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push((e.path(), depth + 1));
+            }
+        }
+    }
+    out
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn join(pids: &[u32]) -> String {
@@ -498,6 +781,27 @@ fn main() -> Result<()> {
     let flag = shutdown.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the SIGINT/SIGTERM handler")?;
+
+    let every = |secs: f64, what: &str| -> Result<Duration> {
+        if !(secs.is_finite() && (0.01..=3600.0).contains(&secs)) {
+            bail!("--{what} {secs}: give an interval from 0.01 to 3600 seconds");
+        }
+        Ok(Duration::from_secs_f64(secs))
+    };
+    if let Some(secs) = opts.monitor {
+        let intv = every(secs, "monitor")?;
+        let flag = shutdown.clone();
+        return stats::monitor(intv, move || flag.load(Ordering::Relaxed));
+    }
+    if let Some(secs) = opts.stats {
+        let intv = every(secs, "stats")?;
+        let flag = shutdown.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = stats::monitor(intv, move || flag.load(Ordering::Relaxed)) {
+                warn!("stats: {e:#}");
+            }
+        });
+    }
 
     let mut open_object = MaybeUninit::uninit();
     loop {

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 /// Examples:
 ///   softpart prefer --pid 4242 --cpus 0-15
 ///   softpart prefer --cgroup /sys/fs/cgroup/db1.slice --node 0
+///   softpart prefer --cgroup /db2.slice --node 1 --softness 5:4
 ///   softpart exec --node 1 -- pg_ctl start -D /srv/db2
 ///   softpart show --pid 4242
 ///   softpart prefer --pid 4242 --clear
@@ -84,6 +85,11 @@ struct PreferArgs {
     /// A last-level cache's CPUs (LLCs numbered from 0 in CPU order).
     #[arg(long, conflicts_with = "clear")]
     llc: Option<u32>,
+    /// This group's softness: "home-first", or ALLOWED:PREFERRED (e.g.
+    /// 100:1, 5:4) to search all allowed CPUs first once the home is that
+    /// much busier per CPU than the machine. Default: the scheduler's.
+    #[arg(long, conflicts_with = "clear")]
+    softness: Option<String>,
     /// Remove the home instead (tasks fall back to their cgroup's).
     #[arg(long)]
     clear: bool,
@@ -93,6 +99,9 @@ struct PreferArgs {
 struct ExecArgs {
     #[command(flatten)]
     home: HomeArgs,
+    /// The group's softness (see `softpart prefer --help`).
+    #[arg(long)]
+    softness: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -166,6 +175,7 @@ fn main() -> Result<()> {
                     target,
                     home: home_spec(a.cpus, a.node, a.llc)
                         .context("give a home: --cpus, --node or --llc (or --clear)")?,
+                    softness: a.softness,
                 }
             };
             report(call(&cli.socket, &req)?)
@@ -180,6 +190,7 @@ fn main() -> Result<()> {
                 &Request::Prefer {
                     target: Target::Pids(vec![me]),
                     home,
+                    softness: a.softness,
                 },
             )? {
                 bail!("{message}");

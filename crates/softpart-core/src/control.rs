@@ -35,8 +35,14 @@ pub enum Target {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "op")]
 pub enum Request {
-    /// Give the targets a home.
-    Prefer { target: Target, home: HomeSpec },
+    /// Give the targets a home, with the group's own softness if given
+    /// ("home-first" or "ALLOWED:PREFERRED"; default: the scheduler's).
+    Prefer {
+        target: Target,
+        home: HomeSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        softness: Option<String>,
+    },
     /// Remove the targets' own home (they fall back to their cgroup's).
     Clear { target: Target },
     /// Report a task's allowed and preferred CPUs.

@@ -1,5 +1,5 @@
 //! The run-delay histogram layout shared with the observer's BPF program
-//! (`delay_bucket()` in observer.bpf.c): log-linear, 8 sub-buckets per power
+//! (`sp_hist_bucket()` in bpf/include/softpart_hist.h): log-linear, 8 sub-buckets per power
 //! of two, so any recorded value is known within 12.5%. Values of 2^40 ns
 //! (about 18 minutes) and more land in the last bucket.
 

@@ -182,11 +182,11 @@ mod tests {
     fn histogram_layout_matches_core() {
         assert_eq!(super::NR_BUCKETS, softpart_core::hist::NR_BUCKETS);
         assert_eq!(
-            super::bpf_intf::observer_consts_OBS_HIST_SUB_BITS,
+            super::bpf_intf::softpart_hist_consts_SP_HIST_SUB_BITS,
             softpart_core::hist::SUB_BITS
         );
         assert_eq!(
-            super::bpf_intf::observer_consts_OBS_HIST_MAX_MSB,
+            super::bpf_intf::softpart_hist_consts_SP_HIST_MAX_MSB,
             softpart_core::hist::MAX_MSB
         );
     }

@@ -13,6 +13,8 @@ typedef int s32;
 typedef unsigned long long u64;
 #endif
 
+#include "../../../../bpf/include/softpart_hist.h"
+
 enum softpart_consts {
 	SP_MAX_CPUS = 512,
 	SP_CPU_WORDS = SP_MAX_CPUS / 64,
@@ -26,6 +28,19 @@ enum softpart_consts {
 	SP_MAX_CGROUP_DEPTH = 16,
 	/* DSQ ids below this are partition queues: dsq id == partition id. */
 	SP_PART_DSQ_BASE = 0,
+	/* Stats slots: one per home id, then one for tasks with no home. */
+	SP_NR_GROUP_SLOTS = SP_MAX_HOMES + 1,
+	/* delay_hists: the group slots, then one per partition. */
+	SP_NR_HISTS = SP_NR_GROUP_SLOTS + SP_MAX_PARTS,
+};
+
+/* How far a task moved between two runs, nearest first. */
+enum sp_dist {
+	SP_DIST_SMT,	/* to the other thread of the same core */
+	SP_DIST_LLC,	/* within the last-level cache */
+	SP_DIST_NODE,	/* within the NUMA node */
+	SP_DIST_XNODE,	/* to another node */
+	SP_NR_DIST,
 };
 
 /* Counters the fast path keeps, indexed by enum sp_stat. */
@@ -58,12 +73,27 @@ struct sp_home_args {
 	u64 near[SP_CPU_WORDS];
 };
 
-/* Per home, kept by the fast path for the control plane's stats. */
-struct sp_home_stats {
+/* Per group (home id, or no home), kept for the control plane's stats. */
+struct sp_group_stats {
 	u64 run_home_ns;
 	u64 run_away_ns;
 	u64 spills;	/* began running away from home after running at home */
 	u64 returns;	/* began running at home after running away */
+	u64 delay_ns;	/* runnable but not running, summed */
+	u64 nr_delays;
+	u64 migrations[SP_NR_DIST];
+};
+
+/* Per partition. */
+struct sp_part_stats {
+	u64 delay_ns;	/* waits that ended on one of its CPUs */
+	u64 nr_delays;
+	u64 steals;	/* tasks its CPUs took from other partitions */
+	u64 foreign_ns;	/* its CPUs' time running tasks homed elsewhere */
+};
+
+struct sp_hist {
+	u64 buckets[SP_HIST_NR_BUCKETS];
 };
 
 #endif /* __SOFTPART_INTF_H */

@@ -51,6 +51,10 @@ const volatile u32 threads_per_core = 1;
 const volatile u32 cpu_part[SP_MAX_CPUS];
 /* One SMT sibling of each CPU (itself if none). */
 const volatile u32 cpu_sibling[SP_MAX_CPUS];
+/* Core, LLC and NUMA node ids of each CPU, to class migrations. */
+const volatile u32 cpu_core[SP_MAX_CPUS];
+const volatile u32 cpu_llc[SP_MAX_CPUS];
+const volatile u32 cpu_node[SP_MAX_CPUS];
 /* part_order[p * SP_MAX_PARTS + i]: i-th nearest partition to p (i=0: p). */
 const volatile u32 part_order[SP_MAX_PARTS * SP_MAX_PARTS];
 
@@ -60,7 +64,8 @@ u32 allowed_first[SP_MAX_HOMES];	/* softness: search allowed set first */
 
 /* Read by the control plane. */
 u64 stats[SP_NR_STATS];
-struct sp_home_stats home_stats[SP_MAX_HOMES];
+struct sp_group_stats group_stats[SP_NR_GROUP_SLOTS];
+struct sp_part_stats part_stats[SP_MAX_PARTS];
 u64 cpu_busy_ns[SP_MAX_CPUS];
 u32 scan_cursor[SP_MAX_CPUS];
 /* 1 while the CPU runs a homed task away from its home. */
@@ -68,6 +73,14 @@ u32 cpu_visitor[SP_MAX_CPUS];
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
+
+/* Run-delay histograms: group slots, then partitions (SP_NR_HISTS). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_NR_HISTS);
+	__type(key, u32);
+	__type(value, struct sp_hist);
+} delay_hists SEC(".maps");
 
 struct part_ctx {
 	struct bpf_cpumask __kptr *cpus;
@@ -115,6 +128,8 @@ struct task_ctx {
 	struct bpf_cpumask __kptr *scratch;
 	u64 gen;		/* homes_gen the home was resolved at */
 	u64 started_ns;		/* last charged to utilisation */
+	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
+	s32 last_cpu;		/* where it last ran; -1 before its first run */
 	u32 home_id;
 	u32 at_home;		/* 0 away, 1 at home, 2 not yet run */
 	u32 room_seen;		/* consecutive slice ends away with room at home */
@@ -166,12 +181,75 @@ static __always_inline bool softness_says_allowed_first(u32 hid)
 	return allowed_first[hid];
 }
 
-static __always_inline struct sp_home_stats *home_stats_of(u32 hid)
+/* The task's stats slot: its home's, or the no-home one. */
+static __always_inline struct sp_group_stats *group_stats_of(u32 hid)
 {
-	if (hid >= SP_MAX_HOMES)
-		return NULL;
+	if (hid > SP_NO_HOME)
+		hid = SP_NO_HOME;
 	barrier_var(hid);
-	return &home_stats[hid];
+	return &group_stats[hid];
+}
+
+static __always_inline struct sp_part_stats *part_stats_of(u32 part)
+{
+	if (part >= SP_MAX_PARTS)
+		return NULL;
+	barrier_var(part);
+	return &part_stats[part];
+}
+
+static __always_inline u32 cpu_attr(const volatile u32 *attr, s32 cpu)
+{
+	u32 c = cpu;
+
+	if (c >= SP_MAX_CPUS)
+		return 0;
+	barrier_var(c);
+	return attr[c];
+}
+
+static __always_inline enum sp_dist migration_dist(s32 from, s32 to)
+{
+	if (cpu_attr(cpu_core, from) == cpu_attr(cpu_core, to))
+		return SP_DIST_SMT;
+	if (cpu_attr(cpu_llc, from) == cpu_attr(cpu_llc, to))
+		return SP_DIST_LLC;
+	if (cpu_attr(cpu_node, from) == cpu_attr(cpu_node, to))
+		return SP_DIST_NODE;
+	return SP_DIST_XNODE;
+}
+
+static __always_inline void hist_add(u32 slot, u64 v)
+{
+	struct sp_hist *h = bpf_map_lookup_elem(&delay_hists, &slot);
+	u32 idx = sp_hist_bucket(v);
+
+	if (h && idx < SP_HIST_NR_BUCKETS)
+		__sync_fetch_and_add(&h->buckets[idx], 1);
+}
+
+/* A wait that ended with the task starting on @cpu. */
+static void record_delay(struct task_ctx *tctx, s32 cpu, u64 now)
+{
+	struct sp_group_stats *gs = group_stats_of(tctx->home_id);
+	u32 part = part_of_cpu(cpu);
+	struct sp_part_stats *ps = part_stats_of(part);
+	u64 delay;
+
+	if (!tctx->runnable_at || now <= tctx->runnable_at) {
+		tctx->runnable_at = 0;
+		return;
+	}
+	delay = now - tctx->runnable_at;
+	tctx->runnable_at = 0;
+	__sync_fetch_and_add(&gs->delay_ns, delay);
+	__sync_fetch_and_add(&gs->nr_delays, 1);
+	hist_add(tctx->home_id > SP_NO_HOME ? SP_NO_HOME : tctx->home_id, delay);
+	if (ps) {
+		__sync_fetch_and_add(&ps->delay_ns, delay);
+		__sync_fetch_and_add(&ps->nr_delays, 1);
+		hist_add(SP_NR_GROUP_SLOTS + part, delay);
+	}
 }
 
 static __always_inline const struct cpumask *part_cpus(u32 part)
@@ -592,25 +670,47 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 			break;
 		part = part_order[idx];
 		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
+			struct sp_part_stats *ps = part_stats_of(own);
+
 			stat_inc(SP_STAT_DISPATCH_STEAL);
+			if (ps)
+				__sync_fetch_and_add(&ps->steals, 1);
 			return;
 		}
 	}
+}
+
+void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+
+	if (tctx)
+		tctx->runnable_at = bpf_ktime_get_ns();
 }
 
 void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct sp_home_stats *hs;
+	struct sp_group_stats *hs;
+	u64 now;
 
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
 	if (!tctx)
 		return;
-	tctx->started_ns = bpf_ktime_get_ns();
-	hs = home_stats_of(tctx->home_id);
-	if (homed(tctx) && hs) {
+	now = bpf_ktime_get_ns();
+	tctx->started_ns = now;
+	hs = group_stats_of(tctx->home_id);
+	record_delay(tctx, cpu, now);
+	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu) {
+		u32 d = migration_dist(tctx->last_cpu, cpu);
+
+		if (d < SP_NR_DIST)
+			__sync_fetch_and_add(&hs->migrations[d], 1);
+	}
+	tctx->last_cpu = cpu;
+	if (homed(tctx)) {
 		u32 in = bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home));
 
 		if (in && tctx->at_home == 0)
@@ -627,7 +727,8 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 /* Charges the time since the task started (or was last charged). */
 static void account_run(struct task_ctx *tctx, u32 cpu)
 {
-	struct sp_home_stats *hs;
+	struct sp_group_stats *hs;
+	struct sp_part_stats *ps;
 	u64 now = bpf_ktime_get_ns(), ran;
 
 	if (!tctx->started_ns || now <= tctx->started_ns)
@@ -638,12 +739,20 @@ static void account_run(struct task_ctx *tctx, u32 cpu)
 		barrier_var(cpu);
 		__sync_fetch_and_add(&cpu_busy_ns[cpu], ran);
 	}
-	hs = home_stats_of(tctx->home_id);
-	if (homed(tctx) && hs) {
-		if (tctx->at_home == 1)
+	hs = group_stats_of(tctx->home_id);
+	if (!homed(tctx)) {
+		/* Homeless tasks are neither at home nor away: count them as
+		 * "at home" so that their CPU time shows. */
+		__sync_fetch_and_add(&hs->run_home_ns, ran);
+	} else {
+		if (tctx->at_home == 1) {
 			__sync_fetch_and_add(&hs->run_home_ns, ran);
-		else
+		} else {
 			__sync_fetch_and_add(&hs->run_away_ns, ran);
+			ps = part_stats_of(part_of_cpu(cpu));
+			if (ps)
+				__sync_fetch_and_add(&ps->foreign_ns, ran);
+		}
 	}
 }
 
@@ -665,8 +774,12 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	p->scx.dsq_vtime += used * 100 / p->scx.weight;
 	set_visitor(cpu, 0);
 
-	if (tctx)
+	if (tctx) {
 		account_run(tctx, cpu);
+		/* Preempted or out of slice: it waits again from now. */
+		if (runnable)
+			tctx->runnable_at = bpf_ktime_get_ns();
+	}
 }
 
 /*
@@ -728,6 +841,7 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 		return -ENOMEM;
 	tctx->home_id = SP_NO_HOME;
 	tctx->at_home = 2;
+	tctx->last_cpu = -1;
 	if (new_mask(&tctx->home) || new_mask(&tctx->scratch))
 		return -ENOMEM;
 
@@ -838,6 +952,7 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .select_cpu	= (void *)softpart_select_cpu,
 	       .enqueue		= (void *)softpart_enqueue,
 	       .dispatch	= (void *)softpart_dispatch,
+	       .runnable	= (void *)softpart_runnable,
 	       .running		= (void *)softpart_running,
 	       .stopping	= (void *)softpart_stopping,
 	       .tick		= (void *)softpart_tick,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Shared between observer.bpf.c and the Rust side (bindgen'd). The
- * histogram layout must match softpart-core's hist.rs (checked by a test).
+ * histogram layout is bpf/include/softpart_hist.h's.
  */
 #ifndef __OBSERVER_INTF_H
 #define __OBSERVER_INTF_H
@@ -11,12 +11,12 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 #endif
 
+#include "../../../../bpf/include/softpart_hist.h"
+
 enum observer_consts {
 	OBS_MAX_CPUS = 256,
 	OBS_MAX_GROUPS = 1024,
-	OBS_HIST_SUB_BITS = 3,
-	OBS_HIST_MAX_MSB = 40,
-	OBS_NR_BUCKETS = (OBS_HIST_MAX_MSB - OBS_HIST_SUB_BITS + 2) << OBS_HIST_SUB_BITS,
+	OBS_NR_BUCKETS = SP_HIST_NR_BUCKETS,
 };
 
 /* How far a migration went, nearest first. */

@@ -94,38 +94,10 @@ static __always_inline void wait_end(u64 now)
 		__sync_fetch_and_add(&wait_total_ns, now - wait_since_ns);
 }
 
-static __always_inline u32 msb64(u64 v)
-{
-	u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) { r += 1; }
-	return r;
-}
-
-/* Same layout as softpart_core::hist::bucket(). */
-static __always_inline u32 delay_bucket(u64 v)
-{
-	const u64 sub = 1ULL << OBS_HIST_SUB_BITS;
-	u32 msb;
-
-	if (v < sub)
-		return v;
-	msb = msb64(v);
-	if (msb > OBS_HIST_MAX_MSB)
-		return OBS_NR_BUCKETS - 1;
-	return (msb - OBS_HIST_SUB_BITS + 1) * sub +
-	       ((v >> (msb - OBS_HIST_SUB_BITS)) & (sub - 1));
-}
-
 static __always_inline void record_delay(u64 cgid, u64 delay)
 {
 	struct obs_group *g = group_of(cgid);
-	u32 idx = delay_bucket(delay);
+	u32 idx = sp_hist_bucket(delay);
 
 	if (!g || idx >= OBS_NR_BUCKETS)
 		return;

@@ -1,0 +1,199 @@
+//! The config file (`--config FILE`): cgroup paths or globs and the home
+//! each gets. Read and checked whole at start (a bad file stops the
+//! scheduler before it attaches, naming the entry, the field and the
+//! value); matched against every cgroup then and against cgroups created
+//! later, so that containers and service slices get their home as they
+//! appear. A rule is applied once per cgroup: a later `softpart prefer` on
+//! the same cgroup stands.
+//!
+//! ```toml
+//! [[home]]
+//! cgroup = "/db.slice/postgres-*.service"   # relative to the cgroup2 root
+//! node = 0                                  # or cpus = "0-15", or llc = 1
+//! softness = "5:4"                          # optional; default: --softness
+//! ```
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use softpart_core::control::HomeSpec;
+use softpart_core::softness::Softness;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default, rename = "home")]
+    homes: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    cgroup: String,
+    cpus: Option<String>,
+    node: Option<u32>,
+    llc: Option<u32>,
+    softness: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// As written, for messages.
+    pub cgroup: String,
+    pattern: glob::Pattern,
+    pub cpus: BTreeSet<usize>,
+    pub softness: Option<Softness>,
+}
+
+impl Rule {
+    /// Whether a cgroup (path from the cgroup2 root, "/a/b") matches. `*`
+    /// and `?` stay within one path component.
+    pub fn matches(&self, cgroup: &str) -> bool {
+        self.pattern.matches_with(
+            cgroup,
+            glob::MatchOptions {
+                case_sensitive: true,
+                require_literal_separator: true,
+                require_literal_leading_dot: false,
+            },
+        )
+    }
+}
+
+/// Reads and checks a config file. `resolve` turns a home into CPUs on
+/// this machine (and says what is wrong with it).
+pub fn load(
+    path: &Path,
+    resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>,
+) -> Result<Vec<Rule>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading config file {}", path.display()))?;
+    parse(&text, resolve).with_context(|| format!("config file {}", path.display()))
+}
+
+pub fn parse(
+    text: &str,
+    resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>,
+) -> Result<Vec<Rule>> {
+    let file: File = toml::from_str(text)?;
+    let mut rules = Vec::new();
+    for (i, e) in file.homes.into_iter().enumerate() {
+        let at = format!("[[home]] #{} (cgroup = {:?})", i + 1, e.cgroup);
+        let cgroup = e
+            .cgroup
+            .strip_prefix(crate::control::CGROUP_ROOT)
+            .unwrap_or(&e.cgroup)
+            .to_string();
+        if !cgroup.starts_with('/') || cgroup.contains("/../") || cgroup.ends_with("/..") {
+            bail!(
+                "{at}: field cgroup = {:?}: give a path from the cgroup2 root, starting with '/'",
+                e.cgroup
+            );
+        }
+        let cgroup = if cgroup.len() > 1 {
+            cgroup.trim_end_matches('/').to_string()
+        } else {
+            cgroup
+        };
+        let pattern = glob::Pattern::new(&cgroup)
+            .with_context(|| format!("{at}: field cgroup = {:?}", e.cgroup))?;
+        let spec = match (e.cpus, e.node, e.llc) {
+            (Some(c), None, None) => HomeSpec::Cpus(c),
+            (None, Some(n), None) => HomeSpec::Node(n),
+            (None, None, Some(l)) => HomeSpec::Llc(l),
+            _ => bail!("{at}: give exactly one of the fields cpus, node, llc"),
+        };
+        let cpus = resolve(&spec).with_context(|| format!("{at}: home {spec:?}"))?;
+        let softness = match e.softness {
+            None => None,
+            Some(s) => Some(
+                s.parse::<Softness>()
+                    .map_err(|m| anyhow::anyhow!("{at}: field softness: {m}"))?,
+            ),
+        };
+        rules.push(Rule {
+            cgroup: e.cgroup,
+            pattern,
+            cpus,
+            softness,
+        });
+    }
+    Ok(rules)
+}
+
+/// The first rule a cgroup matches.
+pub fn rule_for<'a>(rules: &'a [Rule], cgroup: &str) -> Option<&'a Rule> {
+    rules.iter().find(|r| r.matches(cgroup))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(spec: &HomeSpec) -> Result<BTreeSet<usize>> {
+        match spec {
+            HomeSpec::Node(0) => Ok((0..4).collect()),
+            HomeSpec::Node(1) => Ok((4..8).collect()),
+            HomeSpec::Cpus(c) => Ok(softpart_core::cpulist::parse(c)?),
+            other => bail!("{other:?} does not exist"),
+        }
+    }
+
+    #[test]
+    fn parses_and_matches() {
+        let rules = parse(
+            r#"
+            [[home]]
+            cgroup = "/db.slice/pg-*.service"
+            node = 0
+            softness = "5:4"
+            [[home]]
+            cgroup = "/sys/fs/cgroup/web/"
+            cpus = "4-5"
+            [[home]]
+            cgroup = "/db.slice/*"
+            node = 1
+            "#,
+            resolve,
+        )
+        .unwrap();
+        assert_eq!(rules.len(), 3);
+        let pg = rule_for(&rules, "/db.slice/pg-1.service").unwrap();
+        assert_eq!(pg.cpus, (0..4).collect());
+        assert_eq!(
+            pg.softness,
+            Some(Softness::Ratio {
+                allowed: 5,
+                preferred: 4
+            })
+        );
+        // First match wins; '*' does not cross '/'.
+        assert_eq!(
+            rule_for(&rules, "/db.slice/other").unwrap().cpus,
+            (4..8).collect()
+        );
+        assert!(rule_for(&rules, "/db.slice/pg-1.service/child").is_none());
+        assert_eq!(rule_for(&rules, "/web").unwrap().cpus, [4, 5].into());
+        assert!(rule_for(&rules, "/webx").is_none());
+    }
+
+    #[test]
+    fn errors_name_entry_field_and_value() {
+        let err = |text: &str| format!("{:#}", parse(text, resolve).unwrap_err());
+        let e = err("[[home]]\ncgroup = \"/a\"\nnode = 0\ncpus = \"1\"\n");
+        assert!(e.contains("#1") && e.contains("exactly one of"), "{e}");
+        let e = err("[[home]]\ncgroup = \"/a\"\nnode = 0\n[[home]]\ncgroup = \"/b\"\nnode = 7\n");
+        assert!(e.contains("#2") && e.contains("Node(7)"), "{e}");
+        let e = err("[[home]]\ncgroup = \"a\"\nnode = 0\n");
+        assert!(e.contains("field cgroup = \"a\""), "{e}");
+        let e = err("[[home]]\ncgroup = \"/a[\"\nnode = 0\n");
+        assert!(e.contains("field cgroup"), "{e}");
+        let e = err("[[home]]\ncgroup = \"/a\"\nnode = 0\nsoftness = \"3\"\n");
+        assert!(e.contains("field softness") && e.contains("\"3\""), "{e}");
+        let e = err("[[home]]\ncgroup = \"/a\"\nnode = 0\nnodes = 1\n");
+        assert!(e.contains("nodes"), "{e}");
+        let e = err("[[home]]\ncgroup = \"/a\"\ncpus = \"9-x\"\n");
+        assert!(e.contains("9-x"), "{e}");
+    }
+}

@@ -1,0 +1,381 @@
+//! `--stats` / `--monitor`: what the fast path decided, per group (home)
+//! and per partition, through scx_stats. The scheduler answers each request
+//! with a raw snapshot of its counters; the figures are the difference
+//! between a client's previous snapshot and this one, so any number of
+//! monitors can watch at their own pace.
+
+use scx_stats::prelude::*;
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
+use softpart_core::hist;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// Cumulative counters of one group or partition.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawCounters {
+    pub run_home_ns: u64,
+    pub run_away_ns: u64,
+    pub spills: u64,
+    pub returns: u64,
+    pub delay_ns: u64,
+    pub nr_delays: u64,
+    /// By distance, in `enum sp_dist` order: SMT, LLC, node, cross-node.
+    pub migrations: [u64; 4],
+    pub steals: u64,
+    pub foreign_ns: u64,
+    pub busy_ns: u64,
+    pub delay_hist: Vec<u64>,
+}
+
+/// Everything a report is computed from, taken at one instant.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub at_ns: u64,
+    /// The fast path's event counters (enum sp_stat order), by name.
+    pub events: Vec<(&'static str, u64)>,
+    /// By group label: (home CPUs, softness, counters). The tasks without
+    /// a home are the group "-".
+    pub groups: BTreeMap<String, (String, String, RawCounters)>,
+    /// By partition id: (CPUs, number of CPUs, counters).
+    pub parts: BTreeMap<u32, (String, usize, RawCounters)>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(desc = "one group: a cgroup or process set with a home")]
+pub struct GroupMetrics {
+    #[stat(desc = "preferred CPUs")]
+    pub home: String,
+    #[stat(desc = "softness in effect")]
+    pub softness: String,
+    #[stat(desc = "CPUs' worth of time run (CPU-s per s)")]
+    pub cpus_used: f64,
+    #[stat(desc = "share of run time spent at home, % (0 for the no-home group \"-\")")]
+    pub locality_pct: f64,
+    #[stat(desc = "tasks that began running away after running at home")]
+    pub spills: u64,
+    #[stat(desc = "tasks that began running at home after running away")]
+    pub returns: u64,
+    #[stat(desc = "waits (runnable to running) that ended")]
+    pub waits: u64,
+    #[stat(desc = "mean run delay, us")]
+    pub delay_mean_us: f64,
+    #[stat(desc = "median run delay (bucket upper bound), us")]
+    pub delay_p50_us: f64,
+    #[stat(desc = "99th percentile run delay (bucket upper bound), us")]
+    pub delay_p99_us: f64,
+    #[stat(desc = "migrations per s to the other thread of the core")]
+    pub migr_smt: f64,
+    #[stat(desc = "migrations per s within the LLC")]
+    pub migr_llc: f64,
+    #[stat(desc = "migrations per s within the NUMA node")]
+    pub migr_node: f64,
+    #[stat(desc = "migrations per s across NUMA nodes")]
+    pub migr_xnode: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(desc = "one CPU partition")]
+pub struct PartMetrics {
+    #[stat(desc = "its CPUs")]
+    pub cpus: String,
+    #[stat(desc = "busy share of its CPUs, %")]
+    pub util_pct: f64,
+    #[stat(desc = "share of its CPUs' time given to tasks homed elsewhere, %")]
+    pub foreign_pct: f64,
+    #[stat(desc = "tasks its idle CPUs took from other partitions, per s")]
+    pub steals: f64,
+    #[stat(desc = "waits that ended on its CPUs")]
+    pub waits: u64,
+    #[stat(desc = "median run delay of those, us")]
+    pub delay_p50_us: f64,
+    #[stat(desc = "99th percentile run delay of those, us")]
+    pub delay_p99_us: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(top, desc = "scx_softpart: placement decisions over the interval")]
+pub struct Metrics {
+    #[stat(desc = "interval covered, s")]
+    pub interval_s: f64,
+    #[stat(desc = "fast-path events in the interval (wakeup picks, queueing, steals)")]
+    pub events: BTreeMap<String, u64>,
+    #[stat(desc = "per group")]
+    pub groups: BTreeMap<String, GroupMetrics>,
+    #[stat(desc = "per partition")]
+    pub parts: BTreeMap<String, PartMetrics>,
+}
+
+fn sub_hist(a: &[u64], b: &[u64]) -> Vec<u64> {
+    a.iter()
+        .enumerate()
+        .map(|(i, &x)| x.saturating_sub(b.get(i).copied().unwrap_or(0)))
+        .collect()
+}
+
+fn us(ns: Option<u64>) -> f64 {
+    ns.map_or(0.0, |v| v as f64 / 1000.0)
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
+}
+
+impl Metrics {
+    /// What happened between two snapshots. A group whose label or home
+    /// changed in between counts from zero.
+    pub fn between(prev: &Snapshot, cur: &Snapshot) -> Metrics {
+        let secs = cur.at_ns.saturating_sub(prev.at_ns) as f64 / 1e9;
+        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let zero = RawCounters::default();
+        let mut m = Metrics {
+            interval_s: secs,
+            ..Default::default()
+        };
+        for (i, (name, v)) in cur.events.iter().enumerate() {
+            let before = prev.events.get(i).map_or(0, |e| e.1);
+            m.events.insert(name.to_string(), v.saturating_sub(before));
+        }
+        for (label, (home, softness, c)) in &cur.groups {
+            let p = match prev.groups.get(label) {
+                Some((h, _, p)) if h == home => p,
+                _ => &zero,
+            };
+            let at_home = c.run_home_ns.saturating_sub(p.run_home_ns) as f64;
+            let away = c.run_away_ns.saturating_sub(p.run_away_ns) as f64;
+            let waits = c.nr_delays.saturating_sub(p.nr_delays);
+            let hist = sub_hist(&c.delay_hist, &p.delay_hist);
+            let migr = |d: usize| per_s(c.migrations[d].saturating_sub(p.migrations[d]));
+            m.groups.insert(
+                label.clone(),
+                GroupMetrics {
+                    home: home.clone(),
+                    softness: softness.clone(),
+                    cpus_used: if secs > 0.0 {
+                        (at_home + away) / 1e9 / secs
+                    } else {
+                        0.0
+                    },
+                    locality_pct: if home.is_empty() {
+                        0.0
+                    } else {
+                        pct(at_home, at_home + away)
+                    },
+                    spills: c.spills.saturating_sub(p.spills),
+                    returns: c.returns.saturating_sub(p.returns),
+                    waits,
+                    delay_mean_us: if waits > 0 {
+                        c.delay_ns.saturating_sub(p.delay_ns) as f64 / waits as f64 / 1000.0
+                    } else {
+                        0.0
+                    },
+                    delay_p50_us: us(hist::quantile(&hist, 0.5)),
+                    delay_p99_us: us(hist::quantile(&hist, 0.99)),
+                    migr_smt: migr(0),
+                    migr_llc: migr(1),
+                    migr_node: migr(2),
+                    migr_xnode: migr(3),
+                },
+            );
+        }
+        for (id, (cpus, nr, c)) in &cur.parts {
+            let p = prev.parts.get(id).map_or(&zero, |x| &x.2);
+            let capacity = secs * 1e9 * *nr as f64;
+            let hist = sub_hist(&c.delay_hist, &p.delay_hist);
+            m.parts.insert(
+                id.to_string(),
+                PartMetrics {
+                    cpus: cpus.clone(),
+                    util_pct: pct(c.busy_ns.saturating_sub(p.busy_ns) as f64, capacity),
+                    foreign_pct: pct(c.foreign_ns.saturating_sub(p.foreign_ns) as f64, capacity),
+                    steals: per_s(c.steals.saturating_sub(p.steals)),
+                    waits: c.nr_delays.saturating_sub(p.nr_delays),
+                    delay_p50_us: us(hist::quantile(&hist, 0.5)),
+                    delay_p99_us: us(hist::quantile(&hist, 0.99)),
+                },
+            );
+        }
+        m
+    }
+
+    /// The human-readable report `--stats` and `--monitor` print.
+    pub fn format<W: Write>(&self, w: &mut W) -> std::io::Result<()> {
+        let ev = |k: &str| self.events.get(k).copied().unwrap_or(0);
+        let home =
+            ev("pick_prev") + ev("pick_core_home") + ev("pick_sibling") + ev("pick_cpu_home");
+        let away =
+            ev("pick_prev_away") + ev("pick_near") + ev("pick_core_any") + ev("pick_cpu_any");
+        writeln!(
+            w,
+            "[softpart] {:.2}s  wakeups: home {home} away {away} queued {}  evict {} return {} steal {}",
+            self.interval_s,
+            ev("pick_none"),
+            ev("evict"),
+            ev("return_idle"),
+            ev("dispatch_steal")
+        )?;
+        for (label, g) in &self.groups {
+            // Tasks with no home have no locality to speak of.
+            let local = if g.home.is_empty() {
+                "    -".to_string()
+            } else {
+                format!("{:5.1}%", g.locality_pct)
+            };
+            writeln!(
+                w,
+                "  group {label:<24} home {:<9} {:<10} cpus {:5.2} local {local} spill {} return {} \
+                 wait p50 {:.0}us p99 {:.0}us migr/s smt {:.0} llc {:.0} node {:.0} xnode {:.0}",
+                if g.home.is_empty() { "-" } else { &g.home },
+                g.softness,
+                g.cpus_used,
+                g.spills,
+                g.returns,
+                g.delay_p50_us,
+                g.delay_p99_us,
+                g.migr_smt,
+                g.migr_llc,
+                g.migr_node,
+                g.migr_xnode
+            )?;
+        }
+        for (id, p) in &self.parts {
+            writeln!(
+                w,
+                "  part {id:<3} cpus {:<9} util {:5.1}% foreign {:5.1}% steal/s {:.0} wait p50 {:.0}us p99 {:.0}us",
+                p.cpus, p.util_pct, p.foreign_pct, p.steals, p.delay_p50_us, p.delay_p99_us
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The server's side: every client gets the difference since its own
+/// previous request. `snapshot` is asked through the channels, answered by
+/// the scheduler's main loop.
+pub fn server_data() -> StatsServerData<(), Snapshot> {
+    let open: Box<dyn StatsOpener<(), Snapshot>> = Box::new(move |(req_ch, res_ch)| {
+        req_ch.send(())?;
+        let mut prev = res_ch.recv()?;
+        let read: Box<dyn StatsReader<(), Snapshot>> = Box::new(move |_args, (req_ch, res_ch)| {
+            req_ch.send(())?;
+            let cur = res_ch.recv()?;
+            let m = Metrics::between(&prev, &cur);
+            prev = cur;
+            m.to_json()
+        });
+        Ok(read)
+    });
+    StatsServerData::new()
+        .add_meta(Metrics::meta())
+        .add_meta(GroupMetrics::meta())
+        .add_meta(PartMetrics::meta())
+        .add_ops("top", StatsOps { open, close: None })
+}
+
+/// `--monitor`: print a running scheduler's figures every `intv`.
+pub fn monitor(intv: std::time::Duration, shutdown: impl Fn() -> bool) -> anyhow::Result<()> {
+    scx_utils::monitor_stats::<Metrics>(&[], intv, shutdown, |m| {
+        m.format(&mut std::io::stdout())?;
+        std::io::stdout().flush()?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(home_ms: u64, away_ms: u64, delays: &[u64]) -> RawCounters {
+        let mut h = vec![0; hist::NR_BUCKETS];
+        for &d in delays {
+            h[hist::bucket(d)] += 1;
+        }
+        RawCounters {
+            run_home_ns: home_ms * 1_000_000,
+            run_away_ns: away_ms * 1_000_000,
+            nr_delays: delays.len() as u64,
+            delay_ns: delays.iter().sum(),
+            migrations: [4, 0, 0, 2],
+            delay_hist: h,
+            ..Default::default()
+        }
+    }
+
+    fn snap(at_s: u64, groups: Vec<(&str, &str, RawCounters)>) -> Snapshot {
+        Snapshot {
+            at_ns: at_s * 1_000_000_000,
+            events: vec![("pick_prev", at_s * 10)],
+            groups: groups
+                .into_iter()
+                .map(|(l, h, c)| (l.to_string(), (h.to_string(), "home-first".into(), c)))
+                .collect(),
+            parts: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn differences_between_snapshots() {
+        let a = snap(1, vec![("/db", "0-3", counters(1000, 0, &[1000; 10]))]);
+        let mut later = counters(1000 + 1980, 20, &[1000; 10]);
+        // 90 more short waits and 10 long ones in the interval.
+        for d in std::iter::repeat_n(2_000, 90).chain(std::iter::repeat_n(5_000_000, 10)) {
+            later.delay_hist[hist::bucket(d)] += 1;
+            later.nr_delays += 1;
+            later.delay_ns += d;
+        }
+        later.migrations = [10, 0, 0, 2];
+        let b = snap(3, vec![("/db", "0-3", later)]);
+        let m = Metrics::between(&a, &b);
+        assert_eq!(m.interval_s, 2.0);
+        assert_eq!(m.events["pick_prev"], 20);
+        let g = &m.groups["/db"];
+        assert!((g.cpus_used - 1.0).abs() < 1e-9, "{}", g.cpus_used);
+        assert!((g.locality_pct - 99.0).abs() < 1e-9);
+        assert_eq!(g.waits, 100);
+        // p50 within the 2 us bucket, p99 within the 5 ms one (12.5%).
+        assert!(
+            g.delay_p50_us >= 2.0 && g.delay_p50_us <= 2.25,
+            "{}",
+            g.delay_p50_us
+        );
+        assert!(g.delay_p99_us >= 5000.0 && g.delay_p99_us <= 5625.0);
+        assert_eq!((g.migr_smt, g.migr_xnode), (3.0, 0.0));
+    }
+
+    #[test]
+    fn a_group_that_changed_home_counts_from_zero() {
+        let a = snap(1, vec![("/db", "0-3", counters(500, 500, &[]))]);
+        let b = snap(2, vec![("/db", "4-7", counters(1500, 500, &[]))]);
+        let g = &Metrics::between(&a, &b).groups["/db"];
+        assert!((g.cpus_used - 2.0).abs() < 1e-9);
+        assert!((g.locality_pct - 75.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn report_names_groups_and_partitions() {
+        let mut s = snap(2, vec![("/db", "0-3", counters(1000, 0, &[1000]))]);
+        s.parts.insert(
+            0,
+            (
+                "0-3".into(),
+                4,
+                RawCounters {
+                    busy_ns: 4_000_000_000,
+                    ..Default::default()
+                },
+            ),
+        );
+        let m = Metrics::between(&Snapshot::default(), &s);
+        let mut out = Vec::new();
+        m.format(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("group /db"), "{text}");
+        assert!(text.contains("local 100.0%"), "{text}");
+        assert!(text.contains("part 0   cpus 0-3"), "{text}");
+        assert!(text.contains("util  50.0%"), "{text}");
+    }
+}
