@@ -4,7 +4,7 @@
 //! and sends the counts to the host.
 
 use crate::plan::{
-    GroupResult, GuestInfo, Message, Plan, PlannedScenario, RunResult, SchedulerExit,
+    GroupResult, GuestInfo, Message, Plan, PlannedScenario, ProgCost, RunResult, SchedulerExit,
 };
 use crate::scenario::{Policy, Scenario};
 use anyhow::{Context, Result, bail};
@@ -101,11 +101,29 @@ fn run_plan(plan_path: &Path, ch: &mut Channel) -> Result<()> {
     let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)?;
     ch.send(&Message::Hello(guest_info()));
     prepare_cgroups()?;
+    // Per-program run time and count, for the cost of select_cpu.
+    write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
     let obs = Observer::start().context("starting the observer")?;
     for ps in &plan.scenarios {
         run_scenario(ps, &obs, ch)?;
     }
     Ok(())
+}
+
+/// Run time and calls of the attached scheduler's select_cpu: struct_ops
+/// programs whose (15-character) name mentions "select".
+fn select_cpu_cost() -> Option<ProgCost> {
+    let mut cost = ProgCost::default();
+    let mut found = false;
+    for p in libbpf_rs::query::ProgInfoIter::default() {
+        if p.ty == libbpf_rs::ProgramType::StructOps && p.name.to_string_lossy().contains("select")
+        {
+            cost.run_ns += p.run_time_ns;
+            cost.calls += p.run_cnt;
+            found = true;
+        }
+    }
+    found.then_some(cost)
 }
 
 fn prepare_cgroups() -> Result<()> {
@@ -120,6 +138,12 @@ fn prepare_cgroups() -> Result<()> {
 fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Result<()> {
     let sc = &ps.scenario;
     let topo = sc.topo()?;
+    for (path, content) in &sc.files {
+        if let Some(dir) = Path::new(path).parent() {
+            fs::create_dir_all(dir)?;
+        }
+        write(path, content)?;
+    }
     for rep in 0..ps.reps {
         for (label, policy) in &ps.policies {
             println!("agent: {} rep {} policy {label}", sc.name, rep + 1);
@@ -161,9 +185,11 @@ struct RunningScheduler {
 fn start_policy(policy: &Policy) -> Result<Option<RunningScheduler>> {
     let argv: Vec<String> = match policy {
         Policy::Eevdf | Policy::Pinned => return Ok(None),
-        Policy::Softpart(args) => std::iter::once(SCHEDULER_BIN.to_string())
-            .chain(args.iter().cloned())
-            .collect(),
+        Policy::Softpart(args) | Policy::SoftpartNoHomes(args) => {
+            std::iter::once(SCHEDULER_BIN.to_string())
+                .chain(args.iter().cloned())
+                .collect()
+        }
         Policy::External(cmd) => cmd.clone(),
     };
     if read_trim(SCX_STATE) != "disabled" {
@@ -363,6 +389,7 @@ fn run_once(
             if let Some(cpus) = pin {
                 write(cg.join("cpuset.cpus"), &cpus)?;
             }
+            // SoftpartNoHomes: deliberately none.
             if let (Policy::Softpart(_), Some(home)) = (policy, sc.home_cpus(g, topo)?) {
                 give_home(&cg, &home)?;
             }
@@ -396,9 +423,11 @@ fn run_once(
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
             .collect::<Result<_>>()?;
         let sched0: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
+        let sel0 = select_cpu_cost();
         let s0 = obs.snapshot()?;
         std::thread::sleep(Duration::from_secs_f64(sc.duration_s));
         let s1 = obs.snapshot()?;
+        let sel1 = select_cpu_cost();
         let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let acct1: Vec<Vec<u64>> = workloads
             .iter()
@@ -447,6 +476,13 @@ fn run_once(
             sched_ext_ops: read_trim(SCX_OPS),
             early_exits,
             probes,
+            select_cpu: match (sel0, sel1) {
+                (Some(a), Some(b)) => Some(ProgCost {
+                    run_ns: b.run_ns.saturating_sub(a.run_ns),
+                    calls: b.calls.saturating_sub(a.calls),
+                }),
+                _ => None,
+            },
         })
     })();
 

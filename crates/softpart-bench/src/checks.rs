@@ -28,6 +28,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../guest-tests/homes-one-instance.toml"),
     ),
     (
+        "config-and-stats",
+        include_str!("../guest-tests/config-and-stats.toml"),
+    ),
+    (
         "topology-4n2c2t",
         include_str!("../guest-tests/topology-4n2c2t.toml"),
     ),
@@ -77,6 +81,9 @@ const TESTS: &[(&str, Check)] = &[
         "cli_task_home_overrides_and_clears",
         cli_task_home_and_clear,
     ),
+    ("config_file_gives_new_cgroups_homes", config_file_homes),
+    ("stats_report_groups_and_partitions", stats_report),
+    ("cli_sets_a_group_softness", cli_group_softness),
     ("topology_4n2c2t_guest_and_partitions", topology_4n),
     ("topology_1n4c2t_guest_and_partitions", topology_1n),
 ];
@@ -615,4 +622,116 @@ fn cli_task_home_and_clear(r: &Results) -> Result<String> {
         bail!("exit {code}: {out:?}");
     }
     Ok("task home 1 overrides cgroup 4-7; --clear falls back to the cgroup".into())
+}
+
+fn probe_of<'a>(run: &'a RunResult, prefix: &str) -> Result<&'a (String, i32, String)> {
+    run.probes
+        .iter()
+        .find(|(c, _, _)| c.starts_with(prefix))
+        .with_context(|| format!("no probe {prefix:?}"))
+}
+
+const CONFIG_POLICY: &str = "softpart:--config /etc/softpart.toml";
+
+fn config_file_homes(r: &Results) -> Result<String> {
+    let homes = [("inst0", 0..4), ("inst1", 4..8)];
+    let sp = r.run_of("config-and-stats", CONFIG_POLICY)?;
+    let ev = r.run_of("config-and-stats", "eevdf")?;
+    let (l_sp, l_ev) = (locality(sp, &homes), locality(ev, &homes));
+    if l_sp < 0.95 {
+        bail!(
+            "locality with config-file homes {:.1}% (eevdf {:.1}%), expected >= 95%",
+            l_sp * 100.0,
+            l_ev * 100.0
+        );
+    }
+    Ok(format!(
+        "locality {:.1}% (eevdf {:.1}%) with homes from two glob rules",
+        l_sp * 100.0,
+        l_ev * 100.0
+    ))
+}
+
+/// The last `group LABEL` line of a --monitor output, as fields.
+fn last_line<'a>(out: &'a str, prefix: &str) -> Option<Vec<&'a str>> {
+    out.lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with(prefix))
+        .map(|l| l.split_whitespace().collect())
+}
+
+/// The value after `key` in a report line ("local 99.8%" -> 99.8).
+fn field(words: &[&str], key: &str) -> Option<f64> {
+    let i = words.iter().position(|w| *w == key)?;
+    words
+        .get(i + 1)?
+        .trim_end_matches(['%', 's'])
+        .trim_end_matches("u")
+        .parse()
+        .ok()
+}
+
+fn stats_report(r: &Results) -> Result<String> {
+    let sp = r.run_of("config-and-stats", CONFIG_POLICY)?;
+    let (_, code, out) = probe_of(sp, "timeout 3.5 scx_softpart --monitor")?;
+    // timeout ends the monitor with SIGTERM: 143 (or 124 from busybox).
+    if ![0, 124, 143].contains(code) || !out.contains("[softpart]") {
+        bail!("monitor exit {code}: {out}");
+    }
+    let mut seen = Vec::new();
+    for (label, home, softness) in [
+        ("/bench/inst0", "0-3", "100:1"),
+        ("/bench/inst1", "4-7", "home-first"),
+    ] {
+        let w = last_line(out, &format!("group {label} "))
+            .with_context(|| format!("no line for group {label}: {out}"))?;
+        let local = field(&w, "local").context("no locality")?;
+        let cpus = field(&w, "cpus").context("no cpus")?;
+        let xnode = field(&w, "xnode").context("no xnode")?;
+        if w.get(3) != Some(&home) || w.get(4) != Some(&softness) {
+            bail!("group {label}: expected home {home} softness {softness}: {w:?}");
+        }
+        // Three CPU hogs that fit their node: all at home, ~3 CPUs.
+        if local < 95.0 || !(2.0..=4.5).contains(&cpus) || xnode > 5.0 {
+            bail!("group {label}: local {local}% cpus {cpus} xnode {xnode}/s: {w:?}");
+        }
+        seen.push(format!("{label} local {local}% cpus {cpus}"));
+    }
+    for part in ["part 0 ", "part 1 "] {
+        let w = last_line(out, part).with_context(|| format!("no {part:?} line: {out}"))?;
+        let util = field(&w, "util").context("no util")?;
+        if !(50.0..=100.0).contains(&util) {
+            bail!("{part}: util {util}% with 3 hogs on 4 CPUs: {w:?}");
+        }
+        seen.push(format!("{}util {util}%", part));
+    }
+    Ok(seen.join("; "))
+}
+
+fn cli_group_softness(r: &Results) -> Result<String> {
+    let sp = r.run_of("config-and-stats", CONFIG_POLICY)?;
+    let (_, code, out) = probe_of(
+        sp,
+        "softpart prefer --cgroup /bench/inst1 --node 1 --softness 5:4",
+    )?;
+    let w = last_line(out, "group /bench/inst1 ").with_context(|| format!("exit {code}: {out}"))?;
+    if w.get(3) != Some(&"4-7") || w.get(4) != Some(&"5:4") {
+        bail!("after --softness 5:4: {w:?}");
+    }
+    for (cmd, named) in [
+        (
+            "softpart prefer --cgroup /bench/inst1 --node 1 --softness 3",
+            "\"3\"",
+        ),
+        ("softpart prefer --cgroup '' --node 0", "empty"),
+    ] {
+        let (_, code, out) = probe_of(sp, cmd)?;
+        if *code == 0 || !out.contains(named) {
+            bail!("{cmd}: exit {code}, does not name {named}: {out}");
+        }
+    }
+    Ok(
+        "inst1 reports softness 5:4 after prefer --softness; bad softness and empty path rejected"
+            .into(),
+    )
 }

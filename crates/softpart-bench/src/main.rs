@@ -5,6 +5,7 @@ mod agent;
 mod checks;
 mod guest;
 mod plan;
+mod reaction;
 mod scenario;
 mod table;
 
@@ -41,6 +42,10 @@ enum Cmd {
         /// results/<scenario>.json
         results: PathBuf,
     },
+    /// A workload: spinning threads in a homed group measure how fast it
+    /// spills when the home saturates and returns when load drops (run as
+    /// a scenario group's command; see scenarios/reaction.toml).
+    Reaction(reaction::ReactionOpts),
     /// (inside the guest) Execute a plan; started by the guest's init.
     #[command(hide = true)]
     Agent { plan: PathBuf },
@@ -80,6 +85,7 @@ fn main() -> Result<()> {
         Cmd::Run(o) => run(o),
         Cmd::Test(o) => checks::run_guest_tests(&o.out),
         Cmd::Report { results } => report(&results),
+        Cmd::Reaction(o) => reaction::main(o),
     }
 }
 

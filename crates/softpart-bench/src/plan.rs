@@ -57,6 +57,16 @@ pub struct RunResult {
     /// The scenario's probes: (command, exit status, stdout + stderr).
     #[serde(default)]
     pub probes: Vec<(String, i32, String)>,
+    /// The sched_ext scheduler's select_cpu program over the window, from
+    /// the kernel's BPF statistics (kernel.bpf_stats_enabled).
+    #[serde(default)]
+    pub select_cpu: Option<ProgCost>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgCost {
+    pub run_ns: u64,
+    pub calls: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

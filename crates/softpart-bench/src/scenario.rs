@@ -39,6 +39,10 @@ pub struct Scenario {
     /// status are returned (the guest tests use them to drive the CLI).
     #[serde(default)]
     pub probes: Vec<String>,
+    /// Files written in the guest before the scenario runs (absolute path
+    /// = content), e.g. a config file a policy's arguments name.
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
     #[serde(rename = "group")]
     pub groups: Vec<Group>,
 }
@@ -94,12 +98,17 @@ pub enum Policy {
     Pinned,
     /// scx_softpart with these extra arguments.
     Softpart(Vec<String>),
+    /// scx_softpart with no homes given: every task takes the homeless
+    /// path, i.e. the foundation scheduler's behaviour (the baseline for
+    /// the cost of placement decisions).
+    SoftpartNoHomes(Vec<String>),
     /// Any other sched_ext scheduler: a command line.
     External(Vec<String>),
 }
 
 impl Policy {
-    /// `eevdf`, `pinned`, `softpart`, `softpart:ARGS`, `external:COMMAND ARGS`.
+    /// `eevdf`, `pinned`, `softpart[:ARGS]`, `softpart-nohome[:ARGS]`,
+    /// `external:COMMAND ARGS`.
     pub fn parse(s: &str) -> Result<Policy> {
         let (kind, rest) = match s.split_once(':') {
             Some((k, r)) => (k.trim(), Some(r)),
@@ -115,15 +124,19 @@ impl Policy {
             ("eevdf", None) => Policy::Eevdf,
             ("pinned", None) => Policy::Pinned,
             ("softpart", r) => Policy::Softpart(words(r)),
+            ("softpart-nohome", r) => Policy::SoftpartNoHomes(words(r)),
             ("external", Some(r)) if !r.trim().is_empty() => Policy::External(words(Some(r))),
             _ => bail!(
-                "unknown policy {s:?}: expected eevdf, pinned, softpart[:ARGS] or external:COMMAND [ARGS]"
+                "unknown policy {s:?}: expected eevdf, pinned, softpart[:ARGS], softpart-nohome[:ARGS] or external:COMMAND [ARGS]"
             ),
         })
     }
 
     pub fn uses_sched_ext(&self) -> bool {
-        matches!(self, Policy::Softpart(_) | Policy::External(_))
+        matches!(
+            self,
+            Policy::Softpart(_) | Policy::SoftpartNoHomes(_) | Policy::External(_)
+        )
     }
 }
 
@@ -169,6 +182,11 @@ impl Scenario {
         }
         for p in &self.policies {
             Policy::parse(p).with_context(|| "field policies".to_string())?;
+        }
+        for path in self.files.keys() {
+            if !path.starts_with('/') || path.split('/').any(|c| c == "..") {
+                bail!("field files: path {path:?} must be absolute, without '..'");
+            }
         }
         let mut names = BTreeSet::new();
         for g in &self.groups {

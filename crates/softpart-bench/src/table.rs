@@ -27,6 +27,8 @@ pub struct RunFigures {
     pub xnode_migrations_per_s: f64,
     /// CPU-seconds per second that some CPU sat idle while a task waited.
     pub idle_while_waiting: f64,
+    /// The scheduler's select_cpu, ns per call (sched_ext policies).
+    pub select_cpu_ns: Option<f64>,
 }
 
 pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFigures> {
@@ -69,6 +71,10 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         idle_while_waiting: run.cpus.iter().map(|c| c.idle_waiting_ns).sum::<u64>() as f64
             / 1e9
             / wall,
+        select_cpu_ns: run
+            .select_cpu
+            .filter(|c| c.calls > 0)
+            .map(|c| c.run_ns as f64 / c.calls as f64),
     })
 }
 
@@ -77,6 +83,25 @@ pub struct Cell {
     pub load: u32,
     pub policy: String,
     pub runs: Vec<RunFigures>,
+    /// Per run, the `figure NAME VALUE` lines its probes printed.
+    pub probe_figures: Vec<BTreeMap<String, f64>>,
+}
+
+/// `figure NAME VALUE` lines in a run's probe outputs (workloads that
+/// measure something themselves report it this way).
+pub fn probe_figures(run: &RunResult) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for (_, _, text) in &run.probes {
+        for line in text.lines() {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if let ["figure", name, value] = w[..]
+                && let Ok(v) = value.parse::<f64>()
+            {
+                out.insert(name.to_string(), v);
+            }
+        }
+    }
+    out
 }
 
 impl Cell {
@@ -102,14 +127,14 @@ pub fn cells(
         let Some(pi) = policies.iter().position(|p| *p == r.policy) else {
             continue;
         };
-        map.entry((li, pi))
-            .or_insert_with(|| Cell {
-                load: r.load,
-                policy: r.policy.clone(),
-                runs: vec![],
-            })
-            .runs
-            .push(figures(r, sc, topo)?);
+        let cell = map.entry((li, pi)).or_insert_with(|| Cell {
+            load: r.load,
+            policy: r.policy.clone(),
+            runs: vec![],
+            probe_figures: vec![],
+        });
+        cell.runs.push(figures(r, sc, topo)?);
+        cell.probe_figures.push(probe_figures(r));
     }
     Ok(map.into_values().collect())
 }
@@ -132,6 +157,11 @@ pub const METRICS: &[Metric] = &[
         |x| format!("{x:.2}"),
     ),
     (
+        "run delay p50 (us)",
+        |f| f.run_delay_p50_us,
+        |x| format!("{x:.0}"),
+    ),
+    (
         "run delay p99 (us)",
         |f| f.run_delay_p99_us,
         |x| format!("{x:.0}"),
@@ -146,7 +176,41 @@ pub const METRICS: &[Metric] = &[
         |f| Some(f.idle_while_waiting),
         |x| format!("{x:.3}"),
     ),
+    (
+        "select_cpu cost (ns per call, kernel BPF stats)",
+        |f| f.select_cpu_ns,
+        |x| format!("{x:.0}"),
+    ),
 ];
+
+/// Rows of `metric`'s median under each policy divided by `base`'s.
+fn relative_rows(
+    sc: &Scenario,
+    policies: &[String],
+    cells: &[Cell],
+    base: &str,
+    metric: fn(&RunFigures) -> Option<f64>,
+) -> Vec<(u32, Vec<String>)> {
+    let find = |load: u32, p: &str| cells.iter().find(|c| c.load == load && c.policy == p);
+    sc.loads
+        .iter()
+        .map(|&load| {
+            let b = find(load, base).and_then(|c| c.summary(metric));
+            let texts = policies
+                .iter()
+                .map(
+                    |p| match (find(load, p).and_then(|c| c.summary(metric)), b) {
+                        (Some(v), Some(b)) if b.median > 0.0 => {
+                            format!("{:.2}", v.median / b.median)
+                        }
+                        _ => "-".into(),
+                    },
+                )
+                .collect();
+            (load, texts)
+        })
+        .collect()
+}
 
 fn cell_text(s: Option<Summary>, fmt: fn(f64) -> String) -> String {
     match s {
@@ -211,20 +275,28 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
             .collect();
         write_table(&mut out, title, &sc.load_label, policies, &rows);
     }
-    if policies.iter().any(|p| p == "eevdf") {
-        let granted = |c: &Cell| c.summary(|f| Some(f.granted));
+    let names: std::collections::BTreeSet<&String> = cells
+        .iter()
+        .flat_map(|c| c.probe_figures.iter().flat_map(|m| m.keys()))
+        .collect();
+    for name in names {
         let rows: Vec<(u32, Vec<String>)> = sc
             .loads
             .iter()
             .map(|&load| {
-                let base = find(load, "eevdf").and_then(granted);
                 let texts = policies
                     .iter()
-                    .map(|p| match (find(load, p).and_then(granted), base) {
-                        (Some(v), Some(b)) if b.median > 0.0 => {
-                            format!("{:.2}", v.median / b.median)
-                        }
-                        _ => "-".into(),
+                    .map(|p| {
+                        let v: Vec<f64> = find(load, p)
+                            .map(|c| {
+                                c.probe_figures
+                                    .iter()
+                                    .filter_map(|m| m.get(name))
+                                    .copied()
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        cell_text(Summary::of(&v), |x| format!("{x:.1}"))
                     })
                     .collect();
                 (load, texts)
@@ -232,7 +304,27 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
             .collect();
         write_table(
             &mut out,
+            &format!("{name} (reported by the workload)"),
+            &sc.load_label,
+            policies,
+            &rows,
+        );
+    }
+    if policies.iter().any(|p| p == "eevdf") {
+        let rows = relative_rows(sc, policies, cells, "eevdf", |f| Some(f.granted));
+        write_table(
+            &mut out,
             "CPU time granted relative to eevdf (median / eevdf median)",
+            &sc.load_label,
+            policies,
+            &rows,
+        );
+    }
+    if let Some(base) = policies.iter().find(|p| p.starts_with("softpart-nohome")) {
+        let rows = relative_rows(sc, policies, cells, base, |f| f.select_cpu_ns);
+        write_table(
+            &mut out,
+            &format!("select_cpu cost relative to {base} (the foundation scheduler's path)"),
             &sc.load_label,
             policies,
             &rows,
@@ -315,6 +407,7 @@ command = "y"
             sched_ext_ops: String::new(),
             early_exits: vec![],
             probes: vec![],
+            select_cpu: None,
         }
     }
 
