@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: setup build demo test lint unit guest-test
+.PHONY: setup build demo test lint unit guest-test experiments
 
 setup:
 	bash scripts/setup.sh
@@ -14,6 +14,10 @@ build: setup
 
 demo: build
 	$(ENV) target/release/softpart-bench run scenarios/two-instances.toml
+
+# Issue 3's experiment matrix (about 45 minutes): results/experiments/.
+experiments: build
+	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
 
 lint: setup
 	$(ENV) cargo fmt --all -- --check

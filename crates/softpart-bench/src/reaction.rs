@@ -3,10 +3,13 @@
 //! and how fast it returns when load drops. Spinning threads note every
 //! change of the CPU they run on; the timeline gives, per cycle:
 //!
-//! - spill: from starting one thread more than the home has CPUs to the
-//!   first moment a thread of the group is seen running outside the home;
-//! - return: from stopping some threads (leaving fewer than the home's
-//!   CPUs) to the moment the last remaining thread arrived home for good.
+//! - spill: the group runs one thread fewer than its home has CPUs (room
+//!   for the odd kernel thread); two more start, one more than the home
+//!   holds: the time to the first moment a thread is seen running outside
+//!   the home;
+//! - return: two threads stop, leaving one fewer than the home's CPUs
+//!   again: the time to the first moment every remaining thread is at home
+//!   at once.
 //!
 //! Results go to a file as `figure NAME VALUE` lines, which the bench reads
 //! back through a probe and tabulates.
@@ -101,33 +104,24 @@ pub fn first_away(
     best
 }
 
-/// Moment by which every timeline is at home and stays there until `to`,
-/// or None if some timeline is away at `to`.
-pub fn settled_home(
+/// First moment in [from, to) at which every timeline is at home at once.
+pub fn all_home(
     lines: &[&Timeline],
     home: &BTreeSet<usize>,
     from: Duration,
     to: Duration,
 ) -> Option<Duration> {
-    let at_home = |cpu: i32| cpu >= 0 && home.contains(&(cpu as usize));
-    let mut latest = from;
-    for line in lines {
-        if !cpu_at(line, to).is_some_and(at_home) {
-            return None;
-        }
-        // The last arrival at home within [from, to).
-        let mut arrived = from;
-        let mut prev_home = cpu_at(line, from).is_some_and(at_home);
-        for &(at, cpu) in line.iter().filter(|(at, _)| *at > from && *at < to) {
-            let h = at_home(cpu);
-            if h && !prev_home {
-                arrived = at;
-            }
-            prev_home = h;
-        }
-        latest = latest.max(arrived);
-    }
-    Some(latest)
+    let at_home = |cpu: Option<i32>| cpu.is_some_and(|c| c >= 0 && home.contains(&(c as usize)));
+    let mut moments: Vec<Duration> = lines
+        .iter()
+        .flat_map(|l| l.iter().map(|x| x.0))
+        .filter(|t| *t > from && *t < to)
+        .collect();
+    moments.push(from);
+    moments.sort();
+    moments
+        .into_iter()
+        .find(|&t| lines.iter().all(|l| at_home(cpu_at(l, t))))
 }
 
 pub fn main(o: ReactionOpts) -> Result<()> {
@@ -142,34 +136,30 @@ pub fn main(o: ReactionOpts) -> Result<()> {
     let mut not_home_at_start = 0;
     let mut never_returned = 0;
     for _ in 0..o.cycles {
-        // Fill the home, one thread per CPU, and let it settle.
-        let mut base: Vec<Spinner> = (0..n).map(|_| spin(t0)).collect();
+        // One thread fewer than the home has CPUs; let it settle.
+        let mut base: Vec<Spinner> = (0..n - 1).map(|_| spin(t0)).collect();
         std::thread::sleep(hold);
-        // One more than the home holds.
+        // Two more: one more than the home holds.
         let t_sat = t0.elapsed();
-        let extra = spin(t0);
+        let extra = [spin(t0), spin(t0)];
         std::thread::sleep(hold);
-        // Drop to fewer threads than the home has CPUs.
+        // Two stop: one fewer than the home has CPUs again.
         let t_drop = t0.elapsed();
-        let dropped: Vec<Timeline> = base.drain(..2).map(stop).collect();
+        let dropped: Vec<Timeline> = base.drain(..2.min(n - 1)).map(stop).collect();
         std::thread::sleep(hold);
         let t_end = t0.elapsed();
-        let mut kept: Vec<Timeline> = base.into_iter().map(stop).collect();
-        kept.push(stop(extra));
-        let all: Vec<&Timeline> = kept.iter().chain(dropped.iter()).collect();
-        let before: Vec<&Timeline> = all[..kept.len() - 1]
-            .iter()
-            .copied()
-            .chain(dropped.iter())
-            .collect();
+        let stayed: Vec<Timeline> = base.into_iter().map(stop).collect();
+        let added: Vec<Timeline> = extra.into_iter().map(stop).collect();
+        let before: Vec<&Timeline> = stayed.iter().chain(dropped.iter()).collect();
+        let all: Vec<&Timeline> = before.iter().copied().chain(added.iter()).collect();
         // A spill only counts from a home that held all its threads.
         if first_away(&before, &home, t_sat.saturating_sub(hold / 2), t_sat).is_some() {
             not_home_at_start += 1;
         } else if let Some(at) = first_away(&all, &home, t_sat, t_drop) {
             spills.push((at - t_sat).as_secs_f64() * 1e3);
         }
-        let kept_refs: Vec<&Timeline> = kept.iter().collect();
-        match settled_home(&kept_refs, &home, t_drop, t_end) {
+        let kept: Vec<&Timeline> = stayed.iter().chain(added.iter()).collect();
+        match all_home(&kept, &home, t_drop, t_end) {
             Some(at) => returns.push((at - t_drop).as_secs_f64() * 1e3),
             None => never_returned += 1,
         }
@@ -213,11 +203,11 @@ mod tests {
         let lines = [&a, &b, &c];
         assert_eq!(first_away(&lines, &home, ms(100), ms(200)), Some(ms(101)));
         assert_eq!(first_away(&[&a], &home, ms(100), ms(200)), None);
-        // Every thread home by 240 ms and staying until 300.
-        assert_eq!(settled_home(&lines, &home, ms(200), ms(300)), Some(ms(240)));
-        // Still away at the end: never returned.
-        assert_eq!(settled_home(&lines, &home, ms(200), ms(235)), None);
+        // Every thread home at once from 240 ms.
+        assert_eq!(all_home(&lines, &home, ms(200), ms(300)), Some(ms(240)));
+        // Not yet within the window: never returned.
+        assert_eq!(all_home(&lines, &home, ms(200), ms(235)), None);
         // Already home at the drop: zero reaction.
-        assert_eq!(settled_home(&[&a], &home, ms(200), ms(300)), Some(ms(200)));
+        assert_eq!(all_home(&[&a], &home, ms(200), ms(300)), Some(ms(200)));
     }
 }

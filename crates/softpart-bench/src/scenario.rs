@@ -349,15 +349,17 @@ home = { cpus = "4-7" }
 
     #[test]
     fn shipped_scenarios_are_valid() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
         let mut n = 0;
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "toml") {
-                Scenario::load(&p).unwrap();
-                n += 1;
+        for dir in [root.clone(), root.join("experiments")] {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "toml") {
+                    Scenario::load(&p).unwrap();
+                    n += 1;
+                }
             }
         }
-        assert!(n > 0, "no scenarios in {}", dir.display());
+        assert!(n > 8, "only {n} scenarios in {}", root.display());
     }
 }
