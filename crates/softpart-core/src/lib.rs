@@ -1,6 +1,7 @@
 //! softpart's pure logic, testable without a kernel: CPU lists, partitions,
 //! guest topology specs, the run-delay histogram layout and small statistics.
 
+pub mod balance;
 pub mod control;
 pub mod cpulist;
 pub mod hist;

@@ -1,0 +1,431 @@
+//! The group balancer's decision (seed 004), without a kernel: given each
+//! partition's capacity and the load nobody balances there, and each
+//! balanced group's load and current home, where should groups live, and
+//! which one group moves this period?
+//!
+//! Loads are in CPUs' worth (1.0 = one CPU busy for the whole period). A
+//! partition's *relative load* is its load over its capacity; the
+//! *imbalance* of an assignment is its largest relative load (the busiest
+//! partition decides how much any group must burst out of its home). The
+//! target assignment minimises it exactly (branch and bound) for up to
+//! `EXACT_MAX_GROUPS` groups, preferring, among equally good ones, the one
+//! that moves fewest groups; larger instances use largest-first greedy
+//! placement improved by single moves.
+
+/// Exact search up to this many groups.
+pub const EXACT_MAX_GROUPS: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Part {
+    /// CPUs in the partition.
+    pub capacity: f64,
+    /// Load on it that no balanced group accounts for (tasks without a
+    /// home, groups with an explicit home).
+    pub background: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Group {
+    pub load: f64,
+    /// Partition index; None for a group not placed yet.
+    pub home: Option<usize>,
+}
+
+/// Relative load of every partition when group `i` lives in `assign[i]`.
+pub fn relative_loads(parts: &[Part], groups: &[Group], assign: &[usize]) -> Vec<f64> {
+    let mut load: Vec<f64> = parts.iter().map(|p| p.background).collect();
+    for (g, &p) in groups.iter().zip(assign) {
+        load[p] += g.load;
+    }
+    load.iter()
+        .zip(parts)
+        .map(|(l, p)| l / p.capacity.max(1e-9))
+        .collect()
+}
+
+pub fn imbalance(parts: &[Part], groups: &[Group], assign: &[usize]) -> f64 {
+    relative_loads(parts, groups, assign)
+        .into_iter()
+        .fold(0.0, f64::max)
+}
+
+fn moves(groups: &[Group], assign: &[usize]) -> usize {
+    groups
+        .iter()
+        .zip(assign)
+        .filter(|(g, p)| g.home.is_some_and(|h| h != **p))
+        .count()
+}
+
+/// Tolerance under which two imbalances count as equal.
+const EPS: f64 = 1e-9;
+
+struct Search<'a> {
+    parts: &'a [Part],
+    groups: &'a [Group],
+    order: Vec<usize>,
+    load: Vec<f64>,
+    assign: Vec<usize>,
+    best: Option<(f64, usize, Vec<usize>)>,
+    /// Partitions that are some group's current home.
+    is_home: Vec<bool>,
+}
+
+impl Search<'_> {
+    fn better(&self, imb: f64, mv: usize) -> bool {
+        match &self.best {
+            None => true,
+            Some((b, bm, _)) => imb < b - EPS || (imb <= b + EPS && mv < *bm),
+        }
+    }
+
+    fn go(&mut self, k: usize, imb: f64, mv: usize) {
+        if !self.better(imb, mv) {
+            return;
+        }
+        if k == self.order.len() {
+            self.best = Some((imb, mv, self.assign.clone()));
+            return;
+        }
+        let g = self.order[k];
+        let grp = self.groups[g];
+        // Partitions that are nobody's home and equal in capacity and load
+        // so far are interchangeable: try one of each kind.
+        let mut tried: Vec<(u64, u64)> = Vec::new();
+        for p in 0..self.parts.len() {
+            if !self.is_home[p] {
+                let kind = (self.parts[p].capacity.to_bits(), self.load[p].to_bits());
+                if tried.contains(&kind) {
+                    continue;
+                }
+                tried.push(kind);
+            }
+            let before = self.load[p];
+            self.load[p] += grp.load;
+            self.assign[g] = p;
+            let rel = self.load[p] / self.parts[p].capacity.max(1e-9);
+            let extra = usize::from(grp.home.is_some_and(|h| h != p));
+            self.go(k + 1, imb.max(rel), mv + extra);
+            self.load[p] = before;
+        }
+    }
+}
+
+/// The best assignment (index = group, value = partition).
+pub fn target(parts: &[Part], groups: &[Group]) -> Vec<usize> {
+    if parts.is_empty() {
+        return vec![];
+    }
+    if groups.len() > EXACT_MAX_GROUPS {
+        return greedy(parts, groups);
+    }
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by(|&a, &b| groups[b].load.total_cmp(&groups[a].load));
+    let load: Vec<f64> = parts.iter().map(|p| p.background).collect();
+    let start = load
+        .iter()
+        .zip(parts)
+        .map(|(l, p)| l / p.capacity.max(1e-9))
+        .fold(0.0, f64::max);
+    // Seed the bound with the greedy answer so that pruning starts early.
+    let seed = greedy(parts, groups);
+    let mut is_home = vec![false; parts.len()];
+    for h in groups.iter().filter_map(|g| g.home) {
+        if h < parts.len() {
+            is_home[h] = true;
+        }
+    }
+    let mut s = Search {
+        parts,
+        groups,
+        order,
+        load,
+        is_home,
+        assign: vec![0; groups.len()],
+        best: Some((
+            imbalance(parts, groups, &seed) + EPS,
+            moves(groups, &seed) + 1,
+            seed,
+        )),
+    };
+    s.go(0, start, 0);
+    s.best.map(|b| b.2).unwrap_or_default()
+}
+
+/// Largest group first onto the partition it leaves least loaded
+/// (relative, its load added), staying at home on ties; then single moves
+/// while they lower the imbalance.
+pub fn greedy(parts: &[Part], groups: &[Group]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by(|&a, &b| groups[b].load.total_cmp(&groups[a].load));
+    let mut load: Vec<f64> = parts.iter().map(|p| p.background).collect();
+    let mut assign = vec![0; groups.len()];
+    for g in order {
+        let after = |p: usize| (load[p] + groups[g].load) / parts[p].capacity.max(1e-9);
+        let mut best = groups[g].home.filter(|&h| h < parts.len()).unwrap_or(0);
+        for p in 0..parts.len() {
+            if after(p) < after(best) - EPS {
+                best = p;
+            }
+        }
+        assign[g] = best;
+        load[best] += groups[g].load;
+    }
+    loop {
+        let now = imbalance(parts, groups, &assign);
+        let mut improved = false;
+        'search: for g in 0..groups.len() {
+            for p in 0..parts.len() {
+                let old = assign[g];
+                if p == old {
+                    continue;
+                }
+                assign[g] = p;
+                if imbalance(parts, groups, &assign) < now - EPS {
+                    improved = true;
+                    break 'search;
+                }
+                assign[g] = old;
+            }
+        }
+        if !improved {
+            return assign;
+        }
+    }
+}
+
+/// What the balancer does in one period.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Groups not placed before, with their new home.
+    pub placed: Vec<(usize, usize)>,
+    /// At most one group moved: (group, from, to).
+    pub moved: Option<(usize, usize, usize)>,
+}
+
+/// One period: new groups go where the target puts them; then, if the
+/// target is better than the current assignment by more than `hysteresis`
+/// (in relative load), the largest group that the target puts elsewhere
+/// moves.
+pub fn step(parts: &[Part], groups: &[Group], hysteresis: f64) -> Decision {
+    let mut d = Decision {
+        placed: vec![],
+        moved: None,
+    };
+    if parts.is_empty() || groups.is_empty() {
+        return d;
+    }
+    let want = target(parts, groups);
+    let mut now: Vec<usize> = Vec::with_capacity(groups.len());
+    for (g, grp) in groups.iter().enumerate() {
+        match grp.home.filter(|&h| h < parts.len()) {
+            Some(h) => now.push(h),
+            None => {
+                d.placed.push((g, want[g]));
+                now.push(want[g]);
+            }
+        }
+    }
+    if imbalance(parts, groups, &now) - imbalance(parts, groups, &want) <= hysteresis {
+        return d;
+    }
+    d.moved = (0..groups.len())
+        .filter(|&g| now[g] != want[g])
+        .max_by(|&a, &b| groups[a].load.total_cmp(&groups[b].load))
+        .map(|g| (g, now[g], want[g]));
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The least imbalance, and the fewest moves that reach it.
+    fn brute(parts: &[Part], groups: &[Group]) -> (f64, usize) {
+        let n = groups.len();
+        let mut assign = vec![0; n];
+        let mut best = (f64::INFINITY, usize::MAX);
+        loop {
+            let (imb, mv) = (imbalance(parts, groups, &assign), moves(groups, &assign));
+            if imb < best.0 - EPS || (imb <= best.0 + EPS && mv < best.1) {
+                best = (imb, mv);
+            }
+            let mut i = 0;
+            while i < n {
+                assign[i] += 1;
+                if assign[i] < parts.len() {
+                    break;
+                }
+                assign[i] = 0;
+                i += 1;
+            }
+            if i == n {
+                return best;
+            }
+        }
+    }
+
+    fn parts(n: usize, cap: f64) -> Vec<Part> {
+        vec![
+            Part {
+                capacity: cap,
+                background: 0.0
+            };
+            n
+        ]
+    }
+
+    fn unplaced(loads: &[f64]) -> Vec<Group> {
+        loads
+            .iter()
+            .map(|&load| Group { load, home: None })
+            .collect()
+    }
+
+    /// Runs periods until nothing moves; returns the settled homes and the
+    /// number of periods that moved a group.
+    fn settle(parts: &[Part], groups: &mut [Group], h: f64) -> usize {
+        let mut moved = 0;
+        for _ in 0..=groups.len() * 2 + 2 {
+            let d = step(parts, groups, h);
+            for (g, p) in d.placed {
+                groups[g].home = Some(p);
+            }
+            match d.moved {
+                Some((g, _, to)) => {
+                    groups[g].home = Some(to);
+                    moved += 1;
+                }
+                None => return moved,
+            }
+        }
+        panic!("did not settle: {groups:?}");
+    }
+
+    #[test]
+    fn four_groups_four_partitions_one_each() {
+        let p = parts(4, 4.0);
+        let mut g = unplaced(&[3.0, 3.0, 3.0, 3.0]);
+        assert_eq!(settle(&p, &mut g, 0.05), 0);
+        let homes: std::collections::BTreeSet<_> = g.iter().map(|g| g.home.unwrap()).collect();
+        assert_eq!(homes.len(), 4, "{g:?}");
+    }
+
+    #[test]
+    fn steady_load_never_moves_and_phase_change_resettles() {
+        let p = parts(2, 4.0);
+        let mut g = unplaced(&[1.0, 1.0, 2.0, 2.0]);
+        settle(&p, &mut g, 0.1);
+        let settled: Vec<_> = g.iter().map(|g| g.home).collect();
+        // Loads jitter by 5%: no move.
+        for jitter in [0.95, 1.05, 1.0, 0.97] {
+            let mut j = g.clone();
+            j[0].load *= jitter;
+            j[2].load *= 2.0 - jitter;
+            assert_eq!(step(&p, &j, 0.1).moved, None);
+        }
+        // One group's load doubles: re-settled within 3 periods.
+        g[2].load = 4.0;
+        let moved = settle(&p, &mut g, 0.1);
+        assert!((1..=3).contains(&moved), "{moved} moves");
+        assert_ne!(settled, g.iter().map(|g| g.home).collect::<Vec<_>>());
+        assert!(
+            imbalance(
+                &p,
+                &g,
+                &g.iter().map(|g| g.home.unwrap()).collect::<Vec<_>>()
+            ) <= 1.0 + 0.1
+        );
+    }
+
+    #[test]
+    fn background_load_counts() {
+        let p = vec![
+            Part {
+                capacity: 4.0,
+                background: 3.0,
+            },
+            Part {
+                capacity: 4.0,
+                background: 0.0,
+            },
+        ];
+        let mut g = unplaced(&[2.0]);
+        settle(&p, &mut g, 0.05);
+        assert_eq!(g[0].home, Some(1));
+    }
+
+    proptest! {
+        #[test]
+        fn settles_to_the_brute_force_optimum(
+            loads in prop::collection::vec(0.1f64..4.0, 1..=7),
+            nparts in 1usize..=4,
+            caps in prop::collection::vec(1u32..=4, 4),
+            bg in prop::collection::vec(0.0f64..2.0, 4),
+            start in prop::collection::vec(prop::option::of(0usize..4), 7),
+        ) {
+            let p: Vec<Part> = (0..nparts)
+                .map(|i| Part { capacity: caps[i] as f64 * 2.0, background: bg[i] })
+                .collect();
+            let mut g: Vec<Group> = loads
+                .iter()
+                .zip(&start)
+                .map(|(&load, &h)| Group { load, home: h.filter(|&h| h < nparts) })
+                .collect();
+            let (opt, fewest) = brute(&p, &g);
+            let exact = target(&p, &g);
+            prop_assert!((imbalance(&p, &g, &exact) - opt).abs() < 1e-6);
+            // Among the best, one that moves fewest groups.
+            prop_assert_eq!(moves(&g, &exact), fewest);
+            let h = 0.05;
+            settle(&p, &mut g, h);
+            let homes: Vec<usize> = g.iter().map(|g| g.home.unwrap()).collect();
+            prop_assert!(imbalance(&p, &g, &homes) <= opt + h + 1e-9);
+        }
+    }
+
+    /// Exhaustive search over identical partitions: every way to split the
+    /// groups into at most `nparts` unlabelled blocks (restricted growth
+    /// strings), the largest block load over the capacity.
+    fn brute_identical(loads: &[f64], nparts: usize, cap: f64) -> f64 {
+        fn go(loads: &[f64], i: usize, blocks: &mut Vec<f64>, max: usize, best: &mut f64) {
+            if i == loads.len() {
+                *best = best.min(blocks.iter().copied().fold(0.0, f64::max));
+                return;
+            }
+            for b in 0..blocks.len() {
+                blocks[b] += loads[i];
+                go(loads, i + 1, blocks, max, best);
+                blocks[b] -= loads[i];
+            }
+            if blocks.len() < max {
+                blocks.push(loads[i]);
+                go(loads, i + 1, blocks, max, best);
+                blocks.pop();
+            }
+        }
+        let mut best = f64::INFINITY;
+        go(loads, 0, &mut Vec::new(), nparts, &mut best);
+        best / cap
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// The bound: up to 12 groups on up to 8 partitions.
+        #[test]
+        fn twelve_groups_eight_partitions_optimal(
+            loads in prop::collection::vec(0.1f64..4.0, 9..=12),
+            nparts in 5usize..=8,
+        ) {
+            let p = parts(nparts, 2.0);
+            let mut g = unplaced(&loads);
+            let opt = brute_identical(&loads, nparts, 2.0);
+            let t = target(&p, &g);
+            prop_assert!((imbalance(&p, &g, &t) - opt).abs() < 1e-6);
+            settle(&p, &mut g, 0.05);
+            let homes: Vec<usize> = g.iter().map(|g| g.home.unwrap()).collect();
+            prop_assert!(imbalance(&p, &g, &homes) <= opt + 0.05 + 1e-9);
+        }
+    }
+}
