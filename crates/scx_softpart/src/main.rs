@@ -163,6 +163,7 @@ const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
     "home_resolve",
     "return_idle",
     "evict",
+    "visitor_yield",
 ];
 
 impl<'a> Scheduler<'a> {

@@ -270,7 +270,10 @@ fn softpart_keeps_groups_running(r: &Results) -> Result<String> {
     let mut seen = Vec::new();
     for (name, g) in &run.groups {
         let cpu = g.counters.total_cpu_ns() as f64 / 1e9;
-        if cpu < 0.05 * wall {
+        // nice 19 is weight 1 against ~50 tasks of weight 100 here: its
+        // fair share is ~0.2% of 8 CPUs; it must still run.
+        let least = if name == "nice19" { 0.001 } else { 0.05 };
+        if cpu < least * wall {
             bail!("group {name} got {cpu:.2} CPU-s in {wall:.0} s: starved");
         }
         let max = hist::max(&g.counters.delay_hist).unwrap_or(0) as f64 / 1e9;

@@ -135,6 +135,9 @@ pub fn main(o: ReactionOpts) -> Result<()> {
     let (mut spills, mut returns) = (Vec::new(), Vec::new());
     let mut not_home_at_start = 0;
     let mut never_returned = 0;
+    // Cycles where a new thread's very first run was outside the home: the
+    // spill happened at that wakeup (seed 000's "spill within one wakeup").
+    let mut first_run_away = 0;
     for _ in 0..o.cycles {
         // One thread fewer than the home has CPUs; let it settle.
         let mut base: Vec<Spinner> = (0..n - 1).map(|_| spin(t0)).collect();
@@ -158,6 +161,10 @@ pub fn main(o: ReactionOpts) -> Result<()> {
         } else if let Some(at) = first_away(&all, &home, t_sat, t_drop) {
             spills.push((at - t_sat).as_secs_f64() * 1e3);
         }
+        let away = |cpu: i32| cpu < 0 || !home.contains(&(cpu as usize));
+        if added.iter().any(|l| l.first().is_some_and(|x| away(x.1))) {
+            first_run_away += 1;
+        }
         let kept: Vec<&Timeline> = stayed.iter().chain(added.iter()).collect();
         match all_home(&kept, &home, t_drop, t_end) {
             Some(at) => returns.push((at - t_drop).as_secs_f64() * 1e3),
@@ -178,6 +185,11 @@ pub fn main(o: ReactionOpts) -> Result<()> {
         "figure cycles_not_home_before_spill {not_home_at_start}"
     );
     let _ = writeln!(text, "figure cycles_not_returned {never_returned}");
+    let _ = writeln!(
+        text,
+        "figure cycles_spilled_at_first_wakeup_pct {:.0}",
+        100.0 * first_run_away as f64 / o.cycles.max(1) as f64
+    );
     std::fs::write(&o.out, &text).with_context(|| format!("writing {}", o.out.display()))?;
     print!("{text}");
     // The bench expects a group's command to run until killed.

@@ -505,15 +505,18 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 /*
  * Where a task queues on the vtime clock: a sleeper keeps at most
- * slice_lag_ns of credit, and no task is put further ahead than
- * slice_lag_ns scaled by its weight (a nice-19 task is charged 100x per ns
- * run; unbounded, it could fall so far behind the others that the watchdog
- * sees it starve).
+ * slice_lag_ns of credit, and no task is put further ahead than one slice
+ * scaled by its weight, i.e. what one whole slice costs it (a nice-19
+ * task is charged 100x per ns run). This is EEVDF's bound on a request's
+ * virtual deadline: a low-weight task under load waits in proportion to
+ * its weight, not unboundedly (the watchdog once saw a nice-19 kthread
+ * starve), and not 20 ms x 100 = 2 s of vtime (waits of ~12 s with 48
+ * tasks on 8 CPUs).
  */
 static __always_inline u64 task_vtime(struct task_struct *p)
 {
 	u64 vtime = p->scx.dsq_vtime;
-	u64 ahead = slice_lag_ns * 100 / (p->scx.weight ? p->scx.weight : 1);
+	u64 ahead = slice_ns * 100 / (p->scx.weight ? p->scx.weight : 1);
 
 	if (time_before(vtime, vtime_now - slice_lag_ns))
 		vtime = vtime_now - slice_lag_ns;
@@ -642,6 +645,43 @@ static bool should_go_home(struct task_struct *p, s32 cpu)
 	return ++tctx->room_seen >= SP_RETURN_AFTER;
 }
 
+/*
+ * @prev runs here away from its home while a task queued at its home has
+ * waited longer on the vtime clock than @prev has run: the spill CPU
+ * should take the next turn from that queue, so that an instance bursting
+ * out of a full home shares the spill CPUs among its tasks instead of the
+ * first to spill keeping them. Only visitors yield, so a partition's own
+ * tasks are never displaced by another partition's queue.
+ */
+static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
+{
+	struct task_ctx *tctx = lookup_tctx(prev);
+	const struct cpumask *home;
+	struct task_struct *head;
+	bool owed = false;
+	u64 dsq;
+
+	if (!tctx)
+		return false;
+	refresh_home(prev, tctx);
+	if (!homed(tctx))
+		return false;
+	home = cast_mask(tctx->home);
+	if (!home || bpf_cpumask_test_cpu(cpu, home))
+		return false;
+	/* Where its home's tasks queue (as in enqueue()). */
+	*part = part_of_cpu(bpf_cpumask_first(home));
+	dsq = SP_PART_DSQ_BASE + *part;
+	if (!scx_bpf_dsq_nr_queued(dsq))
+		return false;
+	bpf_for_each(scx_dsq, head, dsq, 0) {
+		/* By more than a slice: rotating costs two migrations. */
+		owed = time_before(head->scx.dsq_vtime + slice_ns, prev->scx.dsq_vtime);
+		break;
+	}
+	return owed;
+}
+
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
@@ -658,6 +698,13 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	 * that enqueue() (SCX_ENQ_LAST) sends it back.
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		u32 part;
+
+		if (visitor_owes_turn(prev, cpu, &part) &&
+		    scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
+			stat_inc(SP_STAT_VISITOR_YIELD);
+			return;
+		}
 		if (!should_go_home(prev, cpu))
 			prev->scx.slice = slice_ns;
 		return;
@@ -724,8 +771,14 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	}
 }
 
-/* Charges the time since the task started (or was last charged). */
-static void account_run(struct task_ctx *tctx, u32 cpu)
+/*
+ * Charges the time since the task started (or was last charged): to the
+ * CPU's utilisation, the group's counters and, scaled by 100/weight, the
+ * task's vtime. Called at every tick too, so a task whose slice dispatch()
+ * keeps refilling is charged as it runs, and its vtime compares fairly
+ * with the waiting tasks'.
+ */
+static void account_run(struct task_struct *p, struct task_ctx *tctx, u32 cpu)
 {
 	struct sp_group_stats *hs;
 	struct sp_part_stats *ps;
@@ -735,6 +788,7 @@ static void account_run(struct task_ctx *tctx, u32 cpu)
 		return;
 	ran = now - tctx->started_ns;
 	tctx->started_ns = now;
+	p->scx.dsq_vtime += ran * 100 / (p->scx.weight ? p->scx.weight : 1);
 	if (cpu < SP_MAX_CPUS) {
 		barrier_var(cpu);
 		__sync_fetch_and_add(&cpu_busy_ns[cpu], ran);
@@ -759,27 +813,15 @@ static void account_run(struct task_ctx *tctx, u32 cpu)
 void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
-	u64 used = slice_ns - p->scx.slice;
 	u32 cpu = scx_bpf_task_cpu(p);
 
-	/*
-	 * At most one slice is charged per stop, scaled by weight. A task whose
-	 * slice dispatch() refilled is undercharged, but task_vtime() clamps it
-	 * to slice_lag_ns behind the clock when it queues again. Charging the
-	 * whole run instead let a nice-19 kthread (weight 1, 100x) run so far
-	 * ahead of the clock that it stalled for 30 s under affinity churn.
-	 */
-	if (p->scx.slice > slice_ns)
-		used = 0;
-	p->scx.dsq_vtime += used * 100 / p->scx.weight;
 	set_visitor(cpu, 0);
-
-	if (tctx) {
-		account_run(tctx, cpu);
-		/* Preempted or out of slice: it waits again from now. */
-		if (runnable)
-			tctx->runnable_at = bpf_ktime_get_ns();
-	}
+	if (!tctx)
+		return;
+	account_run(p, tctx, cpu);
+	/* Preempted or out of slice: it waits again from now. */
+	if (runnable)
+		tctx->runnable_at = bpf_ktime_get_ns();
 }
 
 /*
@@ -791,7 +833,7 @@ void BPF_STRUCT_OPS(softpart_tick, struct task_struct *p)
 	struct task_ctx *tctx = lookup_tctx(p);
 
 	if (tctx)
-		account_run(tctx, scx_bpf_task_cpu(p));
+		account_run(p, tctx, scx_bpf_task_cpu(p));
 }
 
 void BPF_STRUCT_OPS(softpart_enable, struct task_struct *p)
