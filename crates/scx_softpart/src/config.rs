@@ -7,10 +7,16 @@
 //! the same cgroup stands.
 //!
 //! ```toml
+//! partitions = "0-15;16-31"                 # optional; default: per node/LLC
+//!
 //! [[home]]
 //! cgroup = "/db.slice/postgres-*.service"   # relative to the cgroup2 root
 //! node = 0                                  # or cpus = "0-15", or llc = 1
 //! softness = "5:4"                          # optional; default: --softness
+//!
+//! [[balance]]                               # the group balancer (seed 004)
+//! cgroup = "/machine.slice/*"               # every child of machine.slice
+//! period_ms = 1000                          # optional; default: --balance-period-ms
 //! ```
 
 use anyhow::{Context, Result, bail};
@@ -23,8 +29,79 @@ use std::path::Path;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    partitions: Option<String>,
     #[serde(default, rename = "home")]
     homes: Vec<Entry>,
+    #[serde(default, rename = "balance")]
+    balance: Vec<BalanceEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BalanceEntry {
+    cgroup: String,
+    period_ms: Option<u64>,
+}
+
+/// A checked config file.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// In the `--partitions` syntax; checked against the machine by the
+    /// caller (which knows its CPUs).
+    pub partitions: Option<String>,
+    pub homes: Vec<Rule>,
+    pub balance: Vec<BalanceRule>,
+}
+
+/// Cgroups whose home the group balancer chooses.
+#[derive(Debug, Clone)]
+pub struct BalanceRule {
+    pub cgroup: String,
+    pattern: glob::Pattern,
+    /// None: the scheduler's --balance-period-ms.
+    pub period_ms: Option<u64>,
+}
+
+impl BalanceRule {
+    pub fn new(cgroup: &str, period_ms: Option<u64>) -> Result<BalanceRule> {
+        Ok(BalanceRule {
+            cgroup: cgroup.to_string(),
+            pattern: cgroup_pattern(cgroup)?,
+            period_ms,
+        })
+    }
+
+    pub fn matches(&self, cgroup: &str) -> bool {
+        matches(&self.pattern, cgroup)
+    }
+}
+
+fn matches(pattern: &glob::Pattern, cgroup: &str) -> bool {
+    pattern.matches_with(
+        cgroup,
+        glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        },
+    )
+}
+
+/// A cgroup path or glob from the cgroup2 root ("/a/b*"), as a pattern.
+fn cgroup_pattern(text: &str) -> Result<glob::Pattern> {
+    let cgroup = text
+        .strip_prefix(crate::control::CGROUP_ROOT)
+        .unwrap_or(text)
+        .to_string();
+    if !cgroup.starts_with('/') || cgroup.split('/').any(|c| c == "..") {
+        bail!("field cgroup = {text:?}: give a path from the cgroup2 root, starting with '/'");
+    }
+    let cgroup = if cgroup.len() > 1 {
+        cgroup.trim_end_matches('/').to_string()
+    } else {
+        cgroup
+    };
+    glob::Pattern::new(&cgroup).with_context(|| format!("field cgroup = {text:?}"))
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,54 +127,24 @@ impl Rule {
     /// Whether a cgroup (path from the cgroup2 root, "/a/b") matches. `*`
     /// and `?` stay within one path component.
     pub fn matches(&self, cgroup: &str) -> bool {
-        self.pattern.matches_with(
-            cgroup,
-            glob::MatchOptions {
-                case_sensitive: true,
-                require_literal_separator: true,
-                require_literal_leading_dot: false,
-            },
-        )
+        matches(&self.pattern, cgroup)
     }
 }
 
 /// Reads and checks a config file. `resolve` turns a home into CPUs on
 /// this machine (and says what is wrong with it).
-pub fn load(
-    path: &Path,
-    resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>,
-) -> Result<Vec<Rule>> {
+pub fn load(path: &Path, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>) -> Result<Config> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading config file {}", path.display()))?;
     parse(&text, resolve).with_context(|| format!("config file {}", path.display()))
 }
 
-pub fn parse(
-    text: &str,
-    resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>,
-) -> Result<Vec<Rule>> {
+pub fn parse(text: &str, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>) -> Result<Config> {
     let file: File = toml::from_str(text)?;
     let mut rules = Vec::new();
     for (i, e) in file.homes.into_iter().enumerate() {
         let at = format!("[[home]] #{} (cgroup = {:?})", i + 1, e.cgroup);
-        let cgroup = e
-            .cgroup
-            .strip_prefix(crate::control::CGROUP_ROOT)
-            .unwrap_or(&e.cgroup)
-            .to_string();
-        if !cgroup.starts_with('/') || cgroup.contains("/../") || cgroup.ends_with("/..") {
-            bail!(
-                "{at}: field cgroup = {:?}: give a path from the cgroup2 root, starting with '/'",
-                e.cgroup
-            );
-        }
-        let cgroup = if cgroup.len() > 1 {
-            cgroup.trim_end_matches('/').to_string()
-        } else {
-            cgroup
-        };
-        let pattern = glob::Pattern::new(&cgroup)
-            .with_context(|| format!("{at}: field cgroup = {:?}", e.cgroup))?;
+        let pattern = cgroup_pattern(&e.cgroup).with_context(|| at.clone())?;
         let spec = match (e.cpus, e.node, e.llc) {
             (Some(c), None, None) => HomeSpec::Cpus(c),
             (None, Some(n), None) => HomeSpec::Node(n),
@@ -119,7 +166,26 @@ pub fn parse(
             softness,
         });
     }
-    Ok(rules)
+    let mut balance = Vec::new();
+    for (i, e) in file.balance.into_iter().enumerate() {
+        let at = format!("[[balance]] #{} (cgroup = {:?})", i + 1, e.cgroup);
+        if let Some(ms) = e.period_ms
+            && !(10..=3_600_000).contains(&ms)
+        {
+            bail!("{at}: field period_ms = {ms}: give 10 to 3600000 ms");
+        }
+        balance.push(BalanceRule::new(&e.cgroup, e.period_ms).with_context(|| at.clone())?);
+    }
+    Ok(Config {
+        partitions: file.partitions,
+        homes: rules,
+        balance,
+    })
+}
+
+/// The first balance rule a cgroup matches.
+pub fn balance_rule_for<'a>(rules: &'a [BalanceRule], cgroup: &str) -> Option<&'a BalanceRule> {
+    rules.iter().find(|r| r.matches(cgroup))
 }
 
 /// The first rule a cgroup matches.
@@ -142,8 +208,12 @@ mod tests {
 
     #[test]
     fn parses_and_matches() {
-        let rules = parse(
+        let cfg = parse(
             r#"
+            partitions = "0-3;4-7"
+            [[balance]]
+            cgroup = "/vms/*"
+            period_ms = 500
             [[home]]
             cgroup = "/db.slice/pg-*.service"
             node = 0
@@ -158,6 +228,12 @@ mod tests {
             resolve,
         )
         .unwrap();
+        assert_eq!(cfg.partitions.as_deref(), Some("0-3;4-7"));
+        let b = balance_rule_for(&cfg.balance, "/vms/vm1").unwrap();
+        assert_eq!(b.period_ms, Some(500));
+        assert!(balance_rule_for(&cfg.balance, "/vms").is_none());
+        assert!(balance_rule_for(&cfg.balance, "/vms/vm1/sub").is_none());
+        let rules = cfg.homes;
         assert_eq!(rules.len(), 3);
         let pg = rule_for(&rules, "/db.slice/pg-1.service").unwrap();
         assert_eq!(pg.cpus, (0..4).collect());
@@ -195,5 +271,12 @@ mod tests {
         assert!(e.contains("nodes"), "{e}");
         let e = err("[[home]]\ncgroup = \"/a\"\ncpus = \"9-x\"\n");
         assert!(e.contains("9-x"), "{e}");
+        let e = err("[[balance]]\ncgroup = \"/a/*\"\nperiod_ms = 0\n");
+        assert!(
+            e.contains("[[balance]] #1") && e.contains("period_ms = 0"),
+            "{e}"
+        );
+        let e = err("[[balance]]\ncgroup = \"a/*\"\n");
+        assert!(e.contains("field cgroup = \"a/*\""), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //! gives tasks and cgroups their homes, and reports how the scheduler
 //! exited. It makes no per-event decision itself.
 
+mod balancer;
 mod bpf_intf;
 mod bpf_skel;
 mod config;
@@ -26,7 +27,7 @@ use scx_stats::prelude::StatsServer;
 use scx_utils::{
     Topology, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report,
 };
-use softpart_core::control::{Request, Response, Target, TaskView};
+use softpart_core::control::{GroupView, PartView, Request, Response, StatView, Target, TaskView};
 use softpart_core::cpulist;
 use softpart_core::softness::{Softness, mean_util, smooth_util};
 use std::collections::{BTreeMap, BTreeSet};
@@ -95,6 +96,19 @@ struct Opts {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
+    /// Balance the cgroups this path or glob matches (repeatable): each
+    /// settles, as a group, into the partition with the least predicted
+    /// load, and still bursts when it is full (seed 004). "PATH/*" is every
+    /// child of PATH. Also `[[balance]]` in the config file.
+    #[arg(long, value_name = "CGROUP")]
+    balance: Vec<String>,
+
+    /// How often the balancer looks at loads and may move one group, in
+    /// milliseconds; a `[[balance]]` rule's period_ms overrides it for its
+    /// groups (they move no more often than that).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    balance_period_ms: u64,
+
     /// Print placement statistics every SECS seconds while running:
     /// locality, spills and returns, run delay and migrations by distance,
     /// per group and per partition.
@@ -127,6 +141,10 @@ struct Scheduler<'a> {
     homes: HomeTable,
     /// The config file's rules, and the cgroups (by id) already matched.
     rules: Vec<config::Rule>,
+    balance_rules: Vec<config::BalanceRule>,
+    balancer: balancer::Balancer,
+    balance_period: Duration,
+    last_balance: std::time::Instant,
     seen_cgroups: BTreeSet<u64>,
     /// Cgroups with a home, by id: their group label.
     cgroup_groups: BTreeMap<u64, String>,
@@ -144,6 +162,9 @@ struct Scheduler<'a> {
 const SOFTNESS_PERIOD: Duration = Duration::from_millis(20);
 /// How often the cgroup tree is walked for new and removed cgroups.
 const CGROUP_SCAN_PERIOD: Duration = Duration::from_secs(1);
+/// A balanced group moves only if that lowers the busiest partition's load
+/// by more than this share of its capacity.
+const BALANCE_HYSTERESIS: f64 = 0.1;
 
 /// The fast path's event counters, in enum sp_stat order.
 const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
@@ -178,11 +199,23 @@ impl<'a> Scheduler<'a> {
         }
         let topo = Topology::new().context("reading the CPU topology")?;
         let machine = Machine::from_topology(&topo);
-        let parts = partitions::from_topology(&topo, opts.partitions.as_deref())?;
-        let rules = match &opts.config {
+        let cfg = match &opts.config {
             Some(path) => config::load(path, |spec| machine.resolve(spec))?,
-            None => Vec::new(),
+            None => config::Config::default(),
         };
+        let parts = match (&opts.partitions, &cfg.partitions) {
+            (None, Some(spec)) => partitions::from_topology(&topo, Some(spec))
+                .with_context(|| format!("config file: field partitions = {spec:?}"))?,
+            (spec, _) => partitions::from_topology(&topo, spec.as_deref())?,
+        };
+        let rules = cfg.homes;
+        let mut balance_rules = cfg.balance;
+        for pattern in &opts.balance {
+            balance_rules.push(
+                config::BalanceRule::new(pattern, None)
+                    .with_context(|| format!("--balance {pattern:?}"))?,
+            );
+        }
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
         if nr_cpu_ids > bpf_intf::softpart_consts_SP_MAX_CPUS as usize {
             bail!(
@@ -249,6 +282,7 @@ impl<'a> Scheduler<'a> {
             opts.control_socket.display()
         );
         let nr = machine.sibling.len();
+        let parts_len = parts.len();
         let mut sched = Self {
             skel,
             link: Some(link),
@@ -256,6 +290,10 @@ impl<'a> Scheduler<'a> {
             parts,
             homes: HomeTable::default(),
             rules,
+            balance_rules,
+            balancer: balancer::Balancer::new(parts_len, BALANCE_HYSTERESIS),
+            balance_period: Duration::from_millis(opts.balance_period_ms),
+            last_balance: std::time::Instant::now(),
             seen_cgroups: BTreeSet::new(),
             cgroup_groups: BTreeMap::new(),
             last_scan: std::time::Instant::now(),
@@ -266,8 +304,12 @@ impl<'a> Scheduler<'a> {
             last_busy: vec![0; nr],
             last_util_at: std::time::Instant::now(),
         };
-        if !sched.rules.is_empty() {
-            info!("config: {} home rule(s)", sched.rules.len());
+        if !sched.rules.is_empty() || !sched.balance_rules.is_empty() {
+            info!(
+                "config: {} home rule(s), {} balance rule(s)",
+                sched.rules.len(),
+                sched.balance_rules.len()
+            );
             sched.scan_cgroups();
         }
         Ok(sched)
@@ -280,9 +322,15 @@ impl<'a> Scheduler<'a> {
                 self.refresh_softness();
             }
             if self.last_scan.elapsed() >= CGROUP_SCAN_PERIOD
-                && (!self.rules.is_empty() || !self.cgroup_groups.is_empty())
+                && (!self.rules.is_empty()
+                    || !self.balance_rules.is_empty()
+                    || !self.cgroup_groups.is_empty())
             {
                 self.scan_cgroups();
+            }
+            if self.last_balance.elapsed() >= self.balance_period && !self.balance_rules.is_empty()
+            {
+                self.balance();
             }
             while stats_rx.try_recv().is_ok() {
                 stats_tx.send(self.snapshot())?;
@@ -415,6 +463,7 @@ impl<'a> Scheduler<'a> {
     }
 
     fn clear_cgroup_home(&mut self, cgid: u64) {
+        self.balancer.groups.remove(&cgid);
         let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
         if let Some(label) = self.cgroup_groups.remove(&cgid) {
             self.homes.release(&label);
@@ -438,6 +487,24 @@ impl<'a> Scheduler<'a> {
             self.clear_cgroup_home(cgid);
         }
         self.seen_cgroups.retain(|id| ids.contains(id));
+        // A balanced cgroup renamed: forget it; it is found again below if
+        // its new path still matches.
+        let renamed: Vec<u64> = live
+            .iter()
+            .filter(|(label, id)| {
+                self.balancer
+                    .groups
+                    .get(id)
+                    .is_some_and(|g| &g.label != label)
+            })
+            .map(|(_, id)| *id)
+            .collect();
+        for cgid in renamed {
+            self.clear_cgroup_home(cgid);
+        }
+        for (label, cgid) in &live {
+            self.maybe_balance(label, *cgid);
+        }
         if self.rules.is_empty() {
             return;
         }
@@ -459,6 +526,126 @@ impl<'a> Scheduler<'a> {
                 ),
                 Err(e) => warn!("config: cgroup {label} (rule {:?}): {e:#}", rule.cgroup),
             }
+        }
+    }
+
+    /// Starts balancing a cgroup that a balance rule matches and that has
+    /// no home of its own; until its load is known its home is the whole
+    /// machine (it runs as if it had none, with counters of its own).
+    fn maybe_balance(&mut self, label: &str, cgid: u64) {
+        if self.cgroup_groups.contains_key(&cgid) {
+            return;
+        }
+        let Some(rule) = config::balance_rule_for(&self.balance_rules, label).cloned() else {
+            return;
+        };
+        let period = Duration::from_millis(
+            rule.period_ms
+                .unwrap_or(self.balance_period.as_millis() as u64),
+        );
+        let all = self.machine.cpus.clone();
+        match self.set_cgroup_home(cgid, label.to_string(), &all, None) {
+            Ok(()) => {
+                self.balancer.groups.insert(
+                    cgid,
+                    balancer::Balanced::new(label.to_string(), period, self.parts.len()),
+                );
+                info!(
+                    "balancer: cgroup {label} joins (rule cgroup = {:?})",
+                    rule.cgroup
+                );
+            }
+            Err(e) => warn!("balancer: cgroup {label}: {e:#}"),
+        }
+    }
+
+    /// One balancing period: read the loads, place new groups, move at most
+    /// one.
+    fn balance(&mut self) {
+        self.last_balance = std::time::Instant::now();
+        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
+            return;
+        };
+        let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
+        let mut readings = BTreeMap::new();
+        for (cgid, g) in &self.balancer.groups {
+            let Some(id) = self.homes.find(&g.label) else {
+                continue;
+            };
+            let gs = &bss.group_stats[id as usize];
+            let part_ns = (0..self.parts.len())
+                .map(|p| bss.group_part_ns[id as usize * max_parts + p])
+                .collect();
+            readings.insert(
+                *cgid,
+                balancer::Reading {
+                    total_ns: gs.run_home_ns + gs.run_away_ns,
+                    part_ns,
+                },
+            );
+        }
+        let busy: Vec<u64> = self
+            .parts
+            .iter()
+            .map(|cpus| cpus.iter().filter_map(|&c| bss.cpu_busy_ns.get(c)).sum())
+            .collect();
+        let capacity: Vec<usize> = self.parts.iter().map(BTreeSet::len).collect();
+        let now = std::time::Instant::now();
+        let actions = self.balancer.period(now, &readings, &busy, &capacity);
+        let moves = actions
+            .placed
+            .iter()
+            .map(|&(cgid, p)| (cgid, p, false))
+            .chain(actions.moved.map(|(cgid, _, to)| (cgid, to, true)));
+        for (cgid, part, is_move) in moves.collect::<Vec<_>>() {
+            let Some(label) = self.balancer.groups.get(&cgid).map(|g| g.label.clone()) else {
+                continue;
+            };
+            let cpus = self.parts[part].clone();
+            match self.set_cgroup_home(cgid, label.clone(), &cpus, None) {
+                Ok(()) => {
+                    self.balancer.settle(cgid, part, now, is_move);
+                    info!(
+                        "balancer: {label} {} PART-{part} ({}), load {:.2}",
+                        if is_move { "moves to" } else { "settles in" },
+                        cpulist::format(&cpus),
+                        self.balancer.groups[&cgid].load
+                    );
+                }
+                Err(e) => warn!("balancer: {label}: {e:#}"),
+            }
+        }
+    }
+
+    /// The balancer's report (`softpart stat`).
+    fn stat(&self) -> StatView {
+        let now = std::time::Instant::now();
+        StatView {
+            period_ms: self.balance_period.as_millis() as u64,
+            parts: self
+                .parts
+                .iter()
+                .enumerate()
+                .map(|(i, cpus)| PartView {
+                    id: i,
+                    cpus: cpulist::format(cpus),
+                    load: self.balancer.part_load.get(i).copied().unwrap_or(0.0),
+                })
+                .collect(),
+            groups: self
+                .balancer
+                .groups
+                .values()
+                .map(|g| GroupView {
+                    label: g.label.clone(),
+                    part: g.part,
+                    load: g.load,
+                    part_load: g.part_load.clone(),
+                    exclusivity: g.exclusivity(),
+                    moves: g.moves,
+                    last_move_s_ago: g.last_move.map(|t| now.duration_since(t).as_secs_f64()),
+                })
+                .collect(),
         }
     }
 
@@ -511,6 +698,8 @@ impl<'a> Scheduler<'a> {
                     }
                     Target::Cgroup(path) => {
                         let (cgid, dir) = control::check_cgroup(peer, &path, Some(&cpus))?;
+                        // An explicit home takes the cgroup out of balancing.
+                        self.balancer.groups.remove(&cgid);
                         self.set_cgroup_home(cgid, control::cgroup_label(&dir), &cpus, softness)?;
                         Ok(Response::Ok {
                             message: format!(
@@ -545,6 +734,7 @@ impl<'a> Scheduler<'a> {
                 }
             },
             Request::Show { pid } => Ok(Response::Task(self.show(pid)?)),
+            Request::Stat => Ok(Response::Stat(self.stat())),
         }
     }
 
@@ -677,6 +867,9 @@ impl<'a> Scheduler<'a> {
                 self.raw_group(bss, homes::MAX_HOMES as u32),
             ),
         );
+        for g in self.balancer.groups.values() {
+            snap.balanced.insert(g.label.clone(), (g.part, g.moves));
+        }
         let first_part_slot = bpf_intf::softpart_consts_SP_NR_GROUP_SLOTS;
         for (i, cpus) in self.parts.iter().enumerate() {
             let p = &bss.part_stats[i];

@@ -39,6 +39,8 @@ pub struct Snapshot {
     pub groups: BTreeMap<String, (String, String, RawCounters)>,
     /// By partition id: (CPUs, number of CPUs, counters).
     pub parts: BTreeMap<u32, (String, usize, RawCounters)>,
+    /// Groups the balancer places, by label: (partition, moves so far).
+    pub balanced: BTreeMap<String, (Option<usize>, u64)>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
@@ -72,6 +74,10 @@ pub struct GroupMetrics {
     pub migr_node: f64,
     #[stat(desc = "migrations per s across NUMA nodes")]
     pub migr_xnode: f64,
+    #[stat(desc = "balanced group: its partition (-1: not balanced or not placed yet)")]
+    pub partition: i64,
+    #[stat(desc = "balanced group: moves in the interval")]
+    pub moves: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
@@ -179,6 +185,16 @@ impl Metrics {
                     migr_llc: migr(1),
                     migr_node: migr(2),
                     migr_xnode: migr(3),
+                    partition: cur
+                        .balanced
+                        .get(label)
+                        .and_then(|b| b.0)
+                        .map_or(-1, |p| p as i64),
+                    moves: cur
+                        .balanced
+                        .get(label)
+                        .map_or(0, |b| b.1)
+                        .saturating_sub(prev.balanced.get(label).map_or(0, |b| b.1)),
                 },
             );
         }
@@ -241,6 +257,9 @@ impl Metrics {
                 g.migr_node,
                 g.migr_xnode
             )?;
+            if g.partition >= 0 {
+                writeln!(w, "    balanced: PART-{} moves {}", g.partition, g.moves)?;
+            }
         }
         for (id, p) in &self.parts {
             writeln!(
@@ -314,6 +333,7 @@ mod tests {
                 .map(|(l, h, c)| (l.to_string(), (h.to_string(), "home-first".into(), c)))
                 .collect(),
             parts: BTreeMap::new(),
+            balanced: BTreeMap::new(),
         }
     }
 

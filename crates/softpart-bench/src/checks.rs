@@ -36,6 +36,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../guest-tests/topology-4n2c2t.toml"),
     ),
     (
+        "balance-4n2c2t",
+        include_str!("../guest-tests/balance-4n2c2t.toml"),
+    ),
+    (
         "topology-1n4c2t",
         include_str!("../guest-tests/topology-1n4c2t.toml"),
     ),
@@ -85,6 +89,9 @@ const TESTS: &[(&str, Check)] = &[
     ("stats_report_groups_and_partitions", stats_report),
     ("cli_sets_a_group_softness", cli_group_softness),
     ("topology_4n2c2t_guest_and_partitions", topology_4n),
+    ("balancer_settles_groups_apart", balancer_settles_apart),
+    ("balancer_loses_no_capacity", balancer_capacity),
+    ("balancer_still_in_steady_state", balancer_steady),
     ("topology_1n4c2t_guest_and_partitions", topology_1n),
 ];
 
@@ -737,4 +744,96 @@ fn cli_group_softness(r: &Results) -> Result<String> {
         "inst1 reports softness 5:4 after prefer --softness; bad softness and empty path rejected"
             .into(),
     )
+}
+
+const BALANCE_POLICY: &str = "softpart:--balance /bench/*";
+
+/// Each group's share of its CPU time in the 4-CPU partition it uses most,
+/// and that partition.
+fn exclusivity(run: &RunResult, group_name: &str) -> Result<(f64, usize)> {
+    let g = group(run, group_name)?;
+    let per_part: Vec<u64> = (0..4)
+        .map(|p| g.counters.cpu_ns.iter().skip(p * 4).take(4).sum())
+        .collect();
+    let total: u64 = per_part.iter().sum();
+    let (best, ns) = per_part
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, n)| **n)
+        .map(|(i, n)| (i, *n))
+        .unwrap_or((0, 0));
+    Ok((ns as f64 / total.max(1) as f64, best))
+}
+
+fn balancer_settles_apart(r: &Results) -> Result<String> {
+    let bal = r.run_of("balance-4n2c2t", BALANCE_POLICY)?;
+    let ev = r.run_of("balance-4n2c2t", "eevdf")?;
+    let mut used = std::collections::BTreeSet::new();
+    let mut seen = Vec::new();
+    for name in ["g0", "g1", "g2", "g3"] {
+        let (e, part) = exclusivity(bal, name)?;
+        let (e_ev, _) = exclusivity(ev, name)?;
+        if e < 0.9 {
+            bail!(
+                "{name}: {:.1}% in its partition (eevdf {:.1}%)",
+                e * 100.0,
+                e_ev * 100.0
+            );
+        }
+        used.insert(part);
+        seen.push(format!(
+            "{name} {:.1}% (eevdf {:.1}%)",
+            e * 100.0,
+            e_ev * 100.0
+        ));
+    }
+    if used.len() != 4 {
+        bail!("groups share partitions {used:?}: {}", seen.join(", "));
+    }
+    Ok(format!("one partition each: {}", seen.join(", ")))
+}
+
+fn balancer_capacity(r: &Results) -> Result<String> {
+    let bal = granted(r.run_of("balance-4n2c2t", BALANCE_POLICY)?);
+    let none = granted(r.run_of("balance-4n2c2t", "softpart-nohome")?);
+    let ev = granted(r.run_of("balance-4n2c2t", "eevdf")?);
+    if bal < 0.9 * none {
+        bail!("balanced {bal:.2} CPU-s/s, shared {none:.2}");
+    }
+    Ok(format!(
+        "granted balanced {bal:.2}, shared (no homes) {none:.2}, eevdf {ev:.2} CPU-s/s"
+    ))
+}
+
+fn balancer_steady(r: &Results) -> Result<String> {
+    let bal = r.run_of("balance-4n2c2t", BALANCE_POLICY)?;
+    let (_, code, table) = probe_of(bal, "softpart stat")?;
+    let (_, _, json) = bal
+        .probes
+        .iter()
+        .find(|(c, _, _)| c == "softpart stat --json")
+        .context("no stat --json probe")?;
+    let v: softpart_core::control::StatView =
+        serde_json::from_str(json).with_context(|| format!("stat --json: {json}"))?;
+    let window = scenario("balance-4n2c2t")?.duration_s;
+    if *code != 0 || table.matches(" *").count() != 4 || v.groups.len() != 4 {
+        bail!("stat exit {code}, expected 4 groups with a starred home:\n{table}");
+    }
+    let mut moves = 0;
+    for g in &v.groups {
+        if g.part.is_none() {
+            bail!("{} not placed:\n{table}", g.label);
+        }
+        if g.last_move_s_ago.is_some_and(|s| s < window) {
+            bail!(
+                "{} moved {:.1} s before the end of a {window} s steady window:\n{table}",
+                g.label,
+                g.last_move_s_ago.unwrap_or(0.0)
+            );
+        }
+        moves += g.moves;
+    }
+    Ok(format!(
+        "4 groups placed, none moved in the window ({moves} moves before it)"
+    ))
 }

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use softpart_core::control::{DEFAULT_SOCKET, HomeSpec, Request, Response, Target};
+use softpart_core::control::{DEFAULT_SOCKET, HomeSpec, Request, Response, StatView, Target};
 use softpart_core::cpulist;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -25,6 +25,7 @@ use std::path::PathBuf;
 ///   softpart exec --node 1 -- pg_ctl start -D /srv/db2
 ///   softpart show --pid 4242
 ///   softpart prefer --pid 4242 --clear
+///   softpart stat
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Cli {
@@ -46,6 +47,14 @@ enum Cmd {
     Show {
         #[arg(long)]
         pid: u32,
+    },
+    /// Print the group balancer's table: per balanced group, one line per
+    /// partition "PART-N CPUS GROUP-LOAD PARTITION-LOAD", a star on the
+    /// group's home (seed 004's gb_stat); loads in CPUs' worth.
+    Stat {
+        /// JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -156,8 +165,49 @@ fn report(resp: Response) -> Result<()> {
             println!("  from:      {}", t.source);
             Ok(())
         }
+        Response::Stat(v) => {
+            print!("{}", stat_table(&v));
+            Ok(())
+        }
         Response::Error { message } => bail!("{message}"),
     }
+}
+
+/// Seed 004's gb_stat, per balanced group.
+fn stat_table(v: &StatView) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if v.groups.is_empty() {
+        let _ = writeln!(
+            out,
+            "no balanced groups (scx_softpart --balance CGROUP, or [[balance]] in its config)"
+        );
+    }
+    for g in &v.groups {
+        let excl = g
+            .exclusivity
+            .map_or("-".to_string(), |e| format!("{:.1}%", e * 100.0));
+        let last = g
+            .last_move_s_ago
+            .map_or("never".to_string(), |s| format!("{s:.0} s ago"));
+        let _ = writeln!(
+            out,
+            "{}  load {:.2}  exclusivity {excl}  moves {} (last {last})",
+            g.label, g.load, g.moves
+        );
+        for p in &v.parts {
+            let _ = writeln!(
+                out,
+                "PART-{} {} {:.2} {:.2}{}",
+                p.id,
+                p.cpus,
+                g.part_load.get(p.id).copied().unwrap_or(0.0),
+                p.load,
+                if g.part == Some(p.id) { " *" } else { "" }
+            );
+        }
+    }
+    out
 }
 
 fn main() -> Result<()> {
@@ -181,6 +231,17 @@ fn main() -> Result<()> {
             report(call(&cli.socket, &req)?)
         }
         Cmd::Show { pid } => report(call(&cli.socket, &Request::Show { pid })?),
+        Cmd::Stat { json } => match call(&cli.socket, &Request::Stat)? {
+            Response::Stat(v) if json => {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                Ok(())
+            }
+            Response::Stat(v) => {
+                print!("{}", stat_table(&v));
+                Ok(())
+            }
+            other => report(other),
+        },
         Cmd::Exec(a) => {
             let home = home_spec(a.home.cpus, a.home.node, a.home.llc)?;
             let me = std::process::id();

@@ -47,6 +47,41 @@ pub enum Request {
     Clear { target: Target },
     /// Report a task's allowed and preferred CPUs.
     Show { pid: u32 },
+    /// Report the group balancer's partitions and groups.
+    Stat,
+}
+
+/// The group balancer's view (`softpart stat`). Loads are in CPUs' worth,
+/// smoothed over balancing periods.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatView {
+    pub period_ms: u64,
+    pub parts: Vec<PartView>,
+    pub groups: Vec<GroupView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartView {
+    pub id: usize,
+    pub cpus: String,
+    /// All load on the partition.
+    pub load: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupView {
+    /// The cgroup's path from the cgroup2 root.
+    pub label: String,
+    /// Its partition; None while its load is first measured.
+    pub part: Option<usize>,
+    pub load: f64,
+    /// Its load on each partition (it may burst out of its own).
+    pub part_load: Vec<f64>,
+    /// Share of its load inside its own partition.
+    pub exclusivity: Option<f64>,
+    /// Moves after its first placement.
+    pub moves: u64,
+    pub last_move_s_ago: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,10 +95,11 @@ pub struct TaskView {
     pub source: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum Response {
     Ok { message: String },
     Task(TaskView),
+    Stat(StatView),
     Error { message: String },
 }

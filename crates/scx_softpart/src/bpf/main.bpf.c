@@ -66,6 +66,8 @@ u32 allowed_first[SP_MAX_HOMES];	/* softness: search allowed set first */
 u64 stats[SP_NR_STATS];
 struct sp_group_stats group_stats[SP_NR_GROUP_SLOTS];
 struct sp_part_stats part_stats[SP_MAX_PARTS];
+/* CPU time of each group slot on each partition: [slot * SP_MAX_PARTS + part]. */
+u64 group_part_ns[SP_NR_GROUP_SLOTS * SP_MAX_PARTS];
 u64 cpu_busy_ns[SP_MAX_CPUS];
 u32 scan_cursor[SP_MAX_CPUS];
 /* 1 while the CPU runs a homed task away from its home. */
@@ -792,6 +794,15 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, u32 cpu)
 	if (cpu < SP_MAX_CPUS) {
 		barrier_var(cpu);
 		__sync_fetch_and_add(&cpu_busy_ns[cpu], ran);
+	}
+	{
+		u32 slot = tctx->home_id > SP_NO_HOME ? SP_NO_HOME : tctx->home_id;
+		u32 idx = slot * SP_MAX_PARTS + part_of_cpu(cpu);
+
+		if (idx < SP_NR_GROUP_SLOTS * SP_MAX_PARTS) {
+			barrier_var(idx);
+			__sync_fetch_and_add(&group_part_ns[idx], ran);
+		}
 	}
 	hs = group_stats_of(tctx->home_id);
 	if (!homed(tctx)) {

@@ -1,0 +1,268 @@
+//! The group balancer (seed 004) as the control plane runs it: which
+//! cgroups it balances, what it measured of them, and when a group may move.
+//! The decision itself is `softpart_core::balance` (tested without a
+//! kernel); this file turns the fast path's counters into its inputs.
+//!
+//! A balanced group starts with the whole machine as its home, so that it
+//! has a home id (and counters) of its own while its load is measured for
+//! one period; then it is placed, and afterwards moved at most one group per
+//! period, only when the move lowers the busiest partition's relative load
+//! by more than the hysteresis.
+
+use softpart_core::balance::{self, Group, Part};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Weight of the newest period in the smoothed loads.
+const ALPHA: f64 = 0.5;
+
+#[derive(Debug, Clone)]
+pub struct Balanced {
+    pub label: String,
+    /// The group's own period (the rule's, or the default).
+    pub period: Duration,
+    /// Its partition; None until placed.
+    pub part: Option<usize>,
+    /// Smoothed load, CPUs' worth, and per partition.
+    pub load: f64,
+    pub part_load: Vec<f64>,
+    /// Periods measured since it appeared.
+    pub measured: u32,
+    pub moves: u64,
+    pub last_move: Option<Instant>,
+    /// Counters at the last period: total run time and per partition.
+    last_total: u64,
+    last_part: Vec<u64>,
+    primed: bool,
+}
+
+/// What to do this period, by cgroup id.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Actions {
+    /// Groups placed for the first time: (cgroup, partition).
+    pub placed: Vec<(u64, usize)>,
+    /// At most one group moved: (cgroup, from, to).
+    pub moved: Option<(u64, usize, usize)>,
+}
+
+impl Balanced {
+    pub fn new(label: String, period: Duration, nparts: usize) -> Balanced {
+        Balanced {
+            label,
+            period,
+            part: None,
+            load: 0.0,
+            part_load: vec![0.0; nparts],
+            measured: 0,
+            moves: 0,
+            last_move: None,
+            last_total: 0,
+            last_part: vec![0; nparts],
+            primed: false,
+        }
+    }
+
+    /// Share of its time in its own partition over the last period.
+    pub fn exclusivity(&self) -> Option<f64> {
+        let total: f64 = self.part_load.iter().sum();
+        match self.part {
+            Some(p) if total > 0.0 => Some(self.part_load[p] / total),
+            _ => None,
+        }
+    }
+}
+
+/// One group's counters as read from the fast path: total run time and run
+/// time per partition, cumulative ns.
+pub struct Reading {
+    pub total_ns: u64,
+    pub part_ns: Vec<u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct Balancer {
+    pub groups: BTreeMap<u64, Balanced>,
+    /// Smoothed load per partition nobody balanced accounts for.
+    pub background: Vec<f64>,
+    /// Smoothed total load per partition.
+    pub part_load: Vec<f64>,
+    last_busy: Vec<u64>,
+    last_at: Option<Instant>,
+    pub hysteresis: f64,
+}
+
+fn smooth(old: f64, new: f64, first: bool) -> f64 {
+    if first {
+        new
+    } else {
+        (1.0 - ALPHA) * old + ALPHA * new
+    }
+}
+
+impl Balancer {
+    pub fn new(nparts: usize, hysteresis: f64) -> Balancer {
+        Balancer {
+            background: vec![0.0; nparts],
+            part_load: vec![0.0; nparts],
+            last_busy: vec![0; nparts],
+            hysteresis,
+            ..Default::default()
+        }
+    }
+
+    /// Updates the loads from the counters (`readings` by cgroup id,
+    /// `busy_ns` per partition), then decides.
+    pub fn period(
+        &mut self,
+        now: Instant,
+        readings: &BTreeMap<u64, Reading>,
+        busy_ns: &[u64],
+        capacity: &[usize],
+    ) -> Actions {
+        let secs = self
+            .last_at
+            .map_or(0.0, |t| now.duration_since(t).as_secs_f64());
+        let first_period = self.last_at.is_none();
+        self.last_at = Some(now);
+        let n = capacity.len();
+        let mut group_ns = vec![0f64; n];
+        for (cgid, g) in self.groups.iter_mut() {
+            let Some(r) = readings.get(cgid) else {
+                continue;
+            };
+            if g.primed && secs > 0.0 {
+                let dt = r.total_ns.saturating_sub(g.last_total) as f64;
+                g.load = smooth(g.load, dt / 1e9 / secs, g.measured == 0);
+                for (p, sum) in group_ns.iter_mut().enumerate() {
+                    let d = r
+                        .part_ns
+                        .get(p)
+                        .copied()
+                        .unwrap_or(0)
+                        .saturating_sub(g.last_part[p]);
+                    g.part_load[p] = smooth(g.part_load[p], d as f64 / 1e9 / secs, g.measured == 0);
+                    *sum += d as f64;
+                }
+                g.measured += 1;
+            }
+            g.last_total = r.total_ns;
+            g.last_part = r.part_ns.clone();
+            g.last_part.resize(n, 0);
+            g.primed = true;
+        }
+        if secs > 0.0 && !first_period {
+            for (p, &in_groups) in group_ns.iter().enumerate() {
+                let busy = busy_ns
+                    .get(p)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(self.last_busy[p]) as f64;
+                self.part_load[p] = smooth(self.part_load[p], busy / 1e9 / secs, false);
+                let bg = (busy - in_groups).max(0.0) / 1e9 / secs;
+                self.background[p] = smooth(self.background[p], bg, false);
+            }
+        }
+        self.last_busy = busy_ns.to_vec();
+        self.last_busy.resize(n, 0);
+
+        // Only groups measured for a period take part.
+        let ids: Vec<u64> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.measured > 0)
+            .map(|(id, _)| *id)
+            .collect();
+        let parts: Vec<Part> = (0..n)
+            .map(|p| Part {
+                capacity: capacity[p] as f64,
+                background: self.background[p],
+            })
+            .collect();
+        let groups: Vec<Group> = ids
+            .iter()
+            .map(|id| Group {
+                load: self.groups[id].load,
+                home: self.groups[id].part,
+            })
+            .collect();
+        let d = balance::step(&parts, &groups, self.hysteresis);
+        // Back to cgroup ids; a group moves no more often than its period.
+        Actions {
+            placed: d.placed.into_iter().map(|(g, p)| (ids[g], p)).collect(),
+            moved: d.moved.and_then(|(g, from, to)| {
+                let grp = &self.groups[&ids[g]];
+                let rested = grp
+                    .last_move
+                    .is_none_or(|t| now.duration_since(t) >= grp.period);
+                rested.then_some((ids[g], from, to))
+            }),
+        }
+    }
+
+    /// Records that a group now lives in `part`.
+    pub fn settle(&mut self, cgid: u64, part: usize, now: Instant, is_move: bool) {
+        if let Some(g) = self.groups.get_mut(&cgid) {
+            g.part = Some(part);
+            if is_move {
+                g.moves += 1;
+                g.last_move = Some(now);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measures_then_places_then_stays() {
+        let mut b = Balancer::new(2, 0.1);
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        b.groups.insert(10, Balanced::new("/a".into(), s, 2));
+        b.groups.insert(11, Balanced::new("/b".into(), s, 2));
+        let read = |a: u64, b_: u64| {
+            BTreeMap::from([
+                (
+                    10,
+                    Reading {
+                        total_ns: a,
+                        part_ns: vec![a / 2, a / 2],
+                    },
+                ),
+                (
+                    11,
+                    Reading {
+                        total_ns: b_,
+                        part_ns: vec![b_ / 2, b_ / 2],
+                    },
+                ),
+            ])
+        };
+        // First period: nothing measured yet.
+        let d = b.period(t0, &read(0, 0), &[0, 0], &[4, 4]);
+        assert!(d.placed.is_empty() && d.moved.is_none());
+        // One second later: each used 3 CPUs; both get placed, apart.
+        let d = b.period(
+            t0 + s,
+            &read(3_000_000_000, 3_000_000_000),
+            &[3_000_000_000; 2],
+            &[4, 4],
+        );
+        assert_eq!(d.placed.len(), 2, "{d:?}");
+        assert_ne!(d.placed[0].1, d.placed[1].1);
+        for (cgid, p) in d.placed {
+            b.settle(cgid, p, t0 + s, false);
+        }
+        // Steady: no move.
+        let d = b.period(
+            t0 + 2 * s,
+            &read(6_000_000_000, 6_000_000_000),
+            &[6_000_000_000; 2],
+            &[4, 4],
+        );
+        assert_eq!(d.moved, None);
+        assert!((b.groups[&10].load - 3.0).abs() < 1e-6);
+    }
+}
