@@ -29,6 +29,10 @@ pub struct RunFigures {
     pub idle_while_waiting: f64,
     /// The scheduler's select_cpu, ns per call (sched_ext policies).
     pub select_cpu_ns: Option<f64>,
+    /// For scenarios whose groups have no home (the balancer's): each
+    /// group's share of its CPU time in the NUMA node it used most, the
+    /// mean over groups.
+    pub exclusivity: Option<f64>,
 }
 
 pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFigures> {
@@ -61,6 +65,26 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         }
     }
     let homed = sc.groups.iter().any(|g| g.home.is_some());
+    let mut shares = Vec::new();
+    if !homed && topo.nodes > 1 {
+        for g in &sc.groups {
+            let Some(r) = run.groups.get(&g.name) else {
+                continue;
+            };
+            let total = r.counters.total_cpu_ns();
+            let best = (0..topo.nodes)
+                .map(|n| {
+                    topo.node_cpus(n)
+                        .filter_map(|c| r.counters.cpu_ns.get(c as usize))
+                        .sum::<u64>()
+                })
+                .max()
+                .unwrap_or(0);
+            if total > 0 {
+                shares.push(best as f64 / total as f64);
+            }
+        }
+    }
     Ok(RunFigures {
         locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
         granted: total_ns as f64 / 1e9 / wall,
@@ -75,6 +99,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
             .select_cpu
             .filter(|c| c.calls > 0)
             .map(|c| c.run_ns as f64 / c.calls as f64),
+        exclusivity: (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64),
     })
 }
 
@@ -146,6 +171,11 @@ type Metric = (
 );
 
 pub const METRICS: &[Metric] = &[
+    (
+        "exclusivity: % of each group's CPU time in the node it used most (mean over groups)",
+        |f| f.exclusivity.map(|x| 100.0 * x),
+        |x| format!("{x:.1}"),
+    ),
     (
         "locality: % of the groups' CPU time on their home CPUs",
         |f| f.locality.map(|x| 100.0 * x),
