@@ -254,6 +254,39 @@ mod tests {
         assert!(rule_for(&rules, "/webx").is_none());
     }
 
+    proptest::proptest! {
+        /// Any text: an answer, never a panic.
+        #[test]
+        fn never_panics_on_any_text(text in "\\PC{0,200}") {
+            let _ = parse(&text, resolve);
+        }
+
+        /// Well-formed entries with arbitrary values: accepted, or an error
+        /// that names the entry.
+        #[test]
+        fn errors_name_the_entry(
+            cgroup in "[/a-z*?\\[\\].]{0,12}",
+            cpus in "[0-9,-]{0,8}",
+            node in 0u32..4,
+            soft in "[0-9:a-z-]{0,6}",
+            period in 0u64..5_000_000,
+            which in 0u8..3,
+        ) {
+            let home = match which {
+                0 => format!("cpus = {cpus:?}"),
+                1 => format!("node = {node}"),
+                _ => format!("node = {node}\ncpus = {cpus:?}"),
+            };
+            let text = format!(
+                "[[home]]\ncgroup = \"/ok\"\nnode = 0\n[[home]]\ncgroup = {cgroup:?}\n{home}\nsoftness = {soft:?}\n[[balance]]\ncgroup = {cgroup:?}\nperiod_ms = {period}\n"
+            );
+            if let Err(e) = parse(&text, resolve) {
+                let e = format!("{e:#}");
+                proptest::prop_assert!(e.contains("[[home]] #2") || e.contains("[[balance]] #1"), "{}", e);
+            }
+        }
+    }
+
     #[test]
     fn errors_name_entry_field_and_value() {
         let err = |text: &str| format!("{:#}", parse(text, resolve).unwrap_err());

@@ -91,8 +91,9 @@ struct Opts {
     #[arg(long, default_value = "home-first")]
     softness: Softness,
 
-    /// Homes for cgroups by path or glob (TOML; see docs/config.md). Read
-    /// and checked at start; matched again as cgroups appear.
+    /// Config file (TOML; see docs/config.md): homes for cgroups by path or
+    /// glob, cgroups to balance, partitions. Read and checked whole at
+    /// start; rules are matched again as cgroups appear.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
