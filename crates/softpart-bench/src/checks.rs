@@ -36,6 +36,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../guest-tests/topology-4n2c2t.toml"),
     ),
     (
+        "balance-phase",
+        include_str!("../guest-tests/balance-phase.toml"),
+    ),
+    (
         "balance-4n2c2t",
         include_str!("../guest-tests/balance-4n2c2t.toml"),
     ),
@@ -92,6 +96,7 @@ const TESTS: &[(&str, Check)] = &[
     ("balancer_settles_groups_apart", balancer_settles_apart),
     ("balancer_loses_no_capacity", balancer_capacity),
     ("balancer_still_in_steady_state", balancer_steady),
+    ("balancer_resettles_after_a_phase_change", balancer_phase),
     ("topology_1n4c2t_guest_and_partitions", topology_1n),
 ];
 
@@ -835,5 +840,26 @@ fn balancer_steady(r: &Results) -> Result<String> {
     }
     Ok(format!(
         "4 groups placed, none moved in the window ({moves} moves before it)"
+    ))
+}
+
+fn balancer_phase(r: &Results) -> Result<String> {
+    let run = r.run_of("balance-phase", BALANCE_POLICY)?;
+    let (_, code, out) = probe_of(run, "cat /tmp/phase.txt")?;
+    let figs = crate::table::probe_figures(run);
+    let (Some(moves), Some(periods)) =
+        (figs.get("moves_after_change"), figs.get("resettle_periods"))
+    else {
+        bail!("no figures (exit {code}): {out}");
+    };
+    // 5 + 3 on two 4-CPU partitions: a 1-thread group must move.
+    if *moves < 1.0 {
+        bail!("no move after the load doubled: {out}");
+    }
+    if *periods > 5.0 {
+        bail!("settled again only after {periods} periods: {out}");
+    }
+    Ok(format!(
+        "{moves} move(s); settled {periods} periods after the change"
     ))
 }

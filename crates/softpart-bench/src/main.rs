@@ -4,6 +4,7 @@
 mod agent;
 mod checks;
 mod guest;
+mod phase;
 mod plan;
 mod reaction;
 mod scenario;
@@ -46,6 +47,10 @@ enum Cmd {
     /// spills when the home saturates and returns when load drops (run as
     /// a scenario group's command; see scenarios/reaction.toml).
     Reaction(reaction::ReactionOpts),
+    /// A workload: CPU-bound threads that double after a while, in a
+    /// balanced cgroup; reports how long the group balancer took to settle
+    /// again (see scenarios/experiments/balance-phase.toml).
+    Phase(phase::PhaseOpts),
     /// (inside the guest) Execute a plan; started by the guest's init.
     #[command(hide = true)]
     Agent { plan: PathBuf },
@@ -86,6 +91,7 @@ fn main() -> Result<()> {
         Cmd::Test(o) => checks::run_guest_tests(&o.out),
         Cmd::Report { results } => report(&results),
         Cmd::Reaction(o) => reaction::main(o),
+        Cmd::Phase(o) => phase::main(o),
     }
 }
 
