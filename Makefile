@@ -15,7 +15,7 @@ build: setup
 demo: build
 	$(ENV) target/release/softpart-bench run scenarios/two-instances.toml
 
-# Issue 3's experiment matrix (about 45 minutes): results/experiments/.
+# Issues 3 and 4's experiment matrices (about 90 minutes under TCG): results/experiments/.
 experiments: build
 	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
 
