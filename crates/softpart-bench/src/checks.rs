@@ -290,10 +290,10 @@ fn softpart_keeps_groups_running(r: &Results) -> Result<String> {
         }
         let max = hist::max(&g.counters.delay_hist).unwrap_or(0) as f64 / 1e9;
         // The watchdog (30 s) is what must never fire. Nice-0 groups wait
-        // at most ~2 s here; the nice-19 hog waited up to ~13 s in the last
+        // at most ~2 s here; the nice-19 hog waited 13-15 s in the last
         // runs (a known limit: EEVDF's bound would be ~2 s), so its margin
         // is the watchdog's.
-        let bound = if name == "nice19" { 20.0 } else { 5.0 };
+        let bound = if name == "nice19" { 25.0 } else { 5.0 };
         if max > bound {
             bail!("group {name} waited up to {max:.1} s to run (bound {bound} s; watchdog 30 s)");
         }
