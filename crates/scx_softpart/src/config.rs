@@ -183,6 +183,28 @@ pub fn parse(text: &str, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>)
     })
 }
 
+/// What the config file says about a cgroup the scheduler has no home for.
+#[derive(Debug, Clone, Copy)]
+pub enum Match<'a> {
+    Home(&'a Rule),
+    Balance(&'a BalanceRule),
+}
+
+/// An explicit `[[home]]` wins over `[[balance]]`, but applies only the
+/// first time the cgroup is seen: once its home is cleared (`softpart prefer
+/// --clear`), a balance rule may take it.
+pub fn match_cgroup<'a>(
+    homes: &'a [Rule],
+    balance: &'a [BalanceRule],
+    cgroup: &str,
+    first_seen: bool,
+) -> Option<Match<'a>> {
+    if first_seen && let Some(r) = rule_for(homes, cgroup) {
+        return Some(Match::Home(r));
+    }
+    balance_rule_for(balance, cgroup).map(Match::Balance)
+}
+
 /// The first balance rule a cgroup matches.
 pub fn balance_rule_for<'a>(rules: &'a [BalanceRule], cgroup: &str) -> Option<&'a BalanceRule> {
     rules.iter().find(|r| r.matches(cgroup))
@@ -285,6 +307,21 @@ mod tests {
                 proptest::prop_assert!(e.contains("[[home]] #2") || e.contains("[[balance]] #1"), "{}", e);
             }
         }
+    }
+
+    #[test]
+    fn explicit_homes_win_over_balancing() {
+        let cfg = parse(
+            "[[home]]\ncgroup = \"/vms/db\"\nnode = 1\n[[balance]]\ncgroup = \"/vms/*\"\n",
+            resolve,
+        )
+        .unwrap();
+        let m = |cg: &str, first: bool| match_cgroup(&cfg.homes, &cfg.balance, cg, first);
+        assert!(matches!(m("/vms/db", true), Some(Match::Home(r)) if r.cpus == (4..8).collect()));
+        // Cleared later: the balancer may take it.
+        assert!(matches!(m("/vms/db", false), Some(Match::Balance(_))));
+        assert!(matches!(m("/vms/web", true), Some(Match::Balance(_))));
+        assert!(m("/other", true).is_none());
     }
 
     #[test]

@@ -444,6 +444,37 @@ impl<'a> Scheduler<'a> {
         Ok(id)
     }
 
+    /// After a failed change, a group's home as it was (or no group).
+    fn restore_home(&mut self, label: &str, before: Option<Home>) {
+        match before {
+            Some(h) => {
+                let _ = self.define_home(h.label, &h.cpus, h.softness);
+            }
+            None => self.homes.release(label),
+        }
+    }
+
+    /// Points every thread at home `id`, or, if the map refuses one, puts
+    /// back what each had before and fails.
+    fn set_task_homes(&mut self, tids: &[u32], id: u32) -> Result<()> {
+        let map = &self.skel.maps.task_homes;
+        let mut done: Vec<(u32, Option<u32>)> = Vec::with_capacity(tids.len());
+        for &tid in tids {
+            let old = Self::lookup_u32(map, &tid.to_ne_bytes());
+            if let Err(e) = map.update(&tid.to_ne_bytes(), &id.to_ne_bytes(), MapFlags::ANY) {
+                for (t, old) in done.into_iter().rev() {
+                    let _ = match old {
+                        Some(o) => map.update(&t.to_ne_bytes(), &o.to_ne_bytes(), MapFlags::ANY),
+                        None => map.delete(&t.to_ne_bytes()),
+                    };
+                }
+                bail!("setting the home of thread {tid}: {e} (nothing changed)");
+            }
+            done.push((tid, old));
+        }
+        Ok(())
+    }
+
     /// Gives a (checked) cgroup its group's home.
     fn set_cgroup_home(
         &mut self,
@@ -452,12 +483,19 @@ impl<'a> Scheduler<'a> {
         cpus: &BTreeSet<usize>,
         softness: Option<Softness>,
     ) -> Result<()> {
+        let before = self
+            .homes
+            .find(&label)
+            .and_then(|id| self.homes.get(id).cloned());
         let id = self.define_home(label.clone(), cpus, softness)?;
-        self.skel.maps.cgroup_homes.update(
+        if let Err(e) = self.skel.maps.cgroup_homes.update(
             &cgid.to_ne_bytes(),
             &id.to_ne_bytes(),
             MapFlags::ANY,
-        )?;
+        ) {
+            self.restore_home(&label, before);
+            bail!("setting the home of cgroup {label}: {e} (nothing changed)");
+        }
         self.cgroup_groups.insert(cgid, label);
         self.bump_gen();
         Ok(())
@@ -503,47 +541,50 @@ impl<'a> Scheduler<'a> {
         for cgid in renamed {
             self.clear_cgroup_home(cgid);
         }
-        for (label, cgid) in &live {
-            self.maybe_balance(label, *cgid);
-        }
-        if self.rules.is_empty() {
-            return;
-        }
         for (label, cgid) in live {
-            if !self.seen_cgroups.insert(cgid) || self.cgroup_groups.contains_key(&cgid) {
+            let first_seen = self.seen_cgroups.insert(cgid);
+            if self.cgroup_groups.contains_key(&cgid) {
                 continue;
             }
-            let Some(rule) = config::rule_for(&self.rules, &label).cloned() else {
-                continue;
-            };
-            let applied = control::check_cgroup(&Peer::root(), &label, Some(&rule.cpus)).and_then(
-                |(id, _)| self.set_cgroup_home(id, label.clone(), &rule.cpus, rule.softness),
-            );
-            match applied {
-                Ok(()) => info!(
-                    "config: cgroup {label} prefers CPUs {} (rule cgroup = {:?})",
-                    cpulist::format(&rule.cpus),
-                    rule.cgroup
-                ),
-                Err(e) => warn!("config: cgroup {label} (rule {:?}): {e:#}", rule.cgroup),
+            match config::match_cgroup(&self.rules, &self.balance_rules, &label, first_seen) {
+                Some(config::Match::Home(rule)) => {
+                    let rule = rule.clone();
+                    self.apply_home_rule(&label, cgid, &rule);
+                }
+                Some(config::Match::Balance(rule)) => {
+                    let period = rule.period_ms;
+                    let pattern = rule.cgroup.clone();
+                    self.start_balancing(&label, cgid, period, &pattern);
+                }
+                None => {}
             }
         }
     }
 
-    /// Starts balancing a cgroup that a balance rule matches and that has
-    /// no home of its own; until its load is known its home is the whole
-    /// machine (it runs as if it had none, with counters of its own).
-    fn maybe_balance(&mut self, label: &str, cgid: u64) {
-        if self.cgroup_groups.contains_key(&cgid) {
-            return;
+    fn apply_home_rule(&mut self, label: &str, cgid: u64, rule: &config::Rule) {
+        let applied =
+            control::check_cgroup(&Peer::root(), label, Some(&rule.cpus)).and_then(|(id, _)| {
+                if id != cgid {
+                    bail!("cgroup {label} was replaced while it was being set up");
+                }
+                self.set_cgroup_home(id, label.to_string(), &rule.cpus, rule.softness)
+            });
+        match applied {
+            Ok(()) => info!(
+                "config: cgroup {label} prefers CPUs {} (rule cgroup = {:?})",
+                cpulist::format(&rule.cpus),
+                rule.cgroup
+            ),
+            Err(e) => warn!("config: cgroup {label} (rule {:?}): {e:#}", rule.cgroup),
         }
-        let Some(rule) = config::balance_rule_for(&self.balance_rules, label).cloned() else {
-            return;
-        };
-        let period = Duration::from_millis(
-            rule.period_ms
-                .unwrap_or(self.balance_period.as_millis() as u64),
-        );
+    }
+
+    /// Starts balancing a cgroup (no home of its own, a balance rule
+    /// matches); until its load is known its home is the whole machine (it
+    /// runs as if it had none, with counters of its own).
+    fn start_balancing(&mut self, label: &str, cgid: u64, period_ms: Option<u64>, rule: &str) {
+        let period =
+            Duration::from_millis(period_ms.unwrap_or(self.balance_period.as_millis() as u64));
         let all = self.machine.cpus.clone();
         match self.set_cgroup_home(cgid, label.to_string(), &all, None) {
             Ok(()) => {
@@ -551,10 +592,7 @@ impl<'a> Scheduler<'a> {
                     cgid,
                     balancer::Balanced::new(label.to_string(), period, self.parts.len()),
                 );
-                info!(
-                    "balancer: cgroup {label} joins (rule cgroup = {:?})",
-                    rule.cgroup
-                );
+                info!("balancer: cgroup {label} joins (rule cgroup = {rule:?})");
             }
             Err(e) => warn!("balancer: cgroup {label}: {e:#}"),
         }
@@ -678,14 +716,15 @@ impl<'a> Scheduler<'a> {
                         for &pid in &pids {
                             tids.extend(control::check_task(peer, pid, Some(&cpus))?);
                         }
-                        let id =
-                            self.define_home(format!("pid {}", join(&pids)), &cpus, softness)?;
-                        for tid in &tids {
-                            self.skel.maps.task_homes.update(
-                                &tid.to_ne_bytes(),
-                                &id.to_ne_bytes(),
-                                MapFlags::ANY,
-                            )?;
+                        let label = format!("pid {}", join(&pids));
+                        let before = self
+                            .homes
+                            .find(&label)
+                            .and_then(|id| self.homes.get(id).cloned());
+                        let id = self.define_home(label.clone(), &cpus, softness)?;
+                        if let Err(e) = self.set_task_homes(&tids, id) {
+                            self.restore_home(&label, before);
+                            return Err(e);
                         }
                         self.bump_gen();
                         Ok(Response::Ok {
@@ -699,9 +738,9 @@ impl<'a> Scheduler<'a> {
                     }
                     Target::Cgroup(path) => {
                         let (cgid, dir) = control::check_cgroup(peer, &path, Some(&cpus))?;
+                        self.set_cgroup_home(cgid, control::cgroup_label(&dir), &cpus, softness)?;
                         // An explicit home takes the cgroup out of balancing.
                         self.balancer.groups.remove(&cgid);
-                        self.set_cgroup_home(cgid, control::cgroup_label(&dir), &cpus, softness)?;
                         Ok(Response::Ok {
                             message: format!(
                                 "cgroup {} now prefers CPUs {}",
