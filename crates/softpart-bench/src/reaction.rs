@@ -80,6 +80,11 @@ fn cpu_at(line: &Timeline, t: Duration) -> Option<i32> {
         .map(|x| x.1)
 }
 
+/// Whether a noted CPU is one of the home's.
+fn is_home(home: &BTreeSet<usize>, cpu: i32) -> bool {
+    usize::try_from(cpu).is_ok_and(|c| home.contains(&c))
+}
+
 /// First moment in [from, to) at which any timeline is outside `home`.
 pub fn first_away(
     lines: &[&Timeline],
@@ -87,7 +92,7 @@ pub fn first_away(
     from: Duration,
     to: Duration,
 ) -> Option<Duration> {
-    let away = |cpu: i32| cpu < 0 || !home.contains(&(cpu as usize));
+    let away = |cpu: i32| !is_home(home, cpu);
     let mut best: Option<Duration> = None;
     for line in lines {
         let hit = if cpu_at(line, from).is_some_and(away) {
@@ -111,7 +116,7 @@ pub fn all_home(
     from: Duration,
     to: Duration,
 ) -> Option<Duration> {
-    let at_home = |cpu: Option<i32>| cpu.is_some_and(|c| c >= 0 && home.contains(&(c as usize)));
+    let at_home = |cpu: Option<i32>| cpu.is_some_and(|c| is_home(home, c));
     let mut moments: Vec<Duration> = lines
         .iter()
         .flat_map(|l| l.iter().map(|x| x.0))
@@ -161,8 +166,10 @@ pub fn main(o: ReactionOpts) -> Result<()> {
         } else if let Some(at) = first_away(&all, &home, t_sat, t_drop) {
             spills.push((at - t_sat).as_secs_f64() * 1e3);
         }
-        let away = |cpu: i32| cpu < 0 || !home.contains(&(cpu as usize));
-        if added.iter().any(|l| l.first().is_some_and(|x| away(x.1))) {
+        if added
+            .iter()
+            .any(|l| l.first().is_some_and(|x| !is_home(&home, x.1)))
+        {
             first_run_away += 1;
         }
         let kept: Vec<&Timeline> = stayed.iter().chain(added.iter()).collect();

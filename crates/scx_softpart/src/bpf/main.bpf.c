@@ -183,13 +183,20 @@ static __always_inline bool softness_says_allowed_first(u32 hid)
 	return allowed_first[hid];
 }
 
-/* The task's stats slot: its home's, or the no-home one. */
+/* A home id's stats slot: its own, or the no-home one. */
+static __always_inline u32 stats_slot(u32 hid)
+{
+	return hid > SP_NO_HOME ? SP_NO_HOME : hid;
+}
+
 static __always_inline struct sp_group_stats *group_stats_of(u32 hid)
 {
-	if (hid > SP_NO_HOME)
-		hid = SP_NO_HOME;
-	barrier_var(hid);
-	return &group_stats[hid];
+	u32 slot = stats_slot(hid);
+
+	if (slot >= SP_NR_GROUP_SLOTS)
+		return &group_stats[SP_NO_HOME];
+	barrier_var(slot);
+	return &group_stats[slot];
 }
 
 static __always_inline struct sp_part_stats *part_stats_of(u32 part)
@@ -246,7 +253,7 @@ static void record_delay(struct task_ctx *tctx, s32 cpu, u64 now)
 	tctx->runnable_at = 0;
 	__sync_fetch_and_add(&gs->delay_ns, delay);
 	__sync_fetch_and_add(&gs->nr_delays, 1);
-	hist_add(tctx->home_id > SP_NO_HOME ? SP_NO_HOME : tctx->home_id, delay);
+	hist_add(stats_slot(tctx->home_id), delay);
 	if (ps) {
 		__sync_fetch_and_add(&ps->delay_ns, delay);
 		__sync_fetch_and_add(&ps->nr_delays, 1);
@@ -512,8 +519,8 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
  * task is charged 100x per ns run). This is EEVDF's bound on a request's
  * virtual deadline: a low-weight task under load waits in proportion to
  * its weight, not unboundedly (the watchdog once saw a nice-19 kthread
- * starve), and not 20 ms x 100 = 2 s of vtime (waits of ~12 s with 48
- * tasks on 8 CPUs).
+ * starve). It is not tight yet: a nice-19 hog among ~50 busy tasks on 8
+ * CPUs still waits up to ~15 s (docs/design.md, known limits).
  */
 static __always_inline u64 task_vtime(struct task_struct *p)
 {
@@ -796,8 +803,7 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, u32 cpu)
 		__sync_fetch_and_add(&cpu_busy_ns[cpu], ran);
 	}
 	{
-		u32 slot = tctx->home_id > SP_NO_HOME ? SP_NO_HOME : tctx->home_id;
-		u32 idx = slot * SP_MAX_PARTS + part_of_cpu(cpu);
+		u32 idx = stats_slot(tctx->home_id) * SP_MAX_PARTS + part_of_cpu(cpu);
 
 		if (idx < SP_NR_GROUP_SLOTS * SP_MAX_PARTS) {
 			barrier_var(idx);
