@@ -14,6 +14,16 @@ pub struct GroupCounters {
     pub delay_hist: Vec<u64>,
     pub delay_ns: u64,
     pub nr_delays: u64,
+    /// Longest single run delay since the group appeared (not a window's:
+    /// a maximum cannot be subtracted).
+    #[serde(default)]
+    pub max_delay_ns: u64,
+    /// Runs begun on a CPU outside the thread's allowed set, and their CPU
+    /// time: a scheduler must keep both at zero.
+    #[serde(default)]
+    pub nr_outside: u64,
+    #[serde(default)]
+    pub outside_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -54,6 +64,9 @@ impl GroupCounters {
             delay_hist: sub_vec(&self.delay_hist, &earlier.delay_hist),
             delay_ns: self.delay_ns.saturating_sub(earlier.delay_ns),
             nr_delays: self.nr_delays.saturating_sub(earlier.nr_delays),
+            max_delay_ns: self.max_delay_ns,
+            nr_outside: self.nr_outside.saturating_sub(earlier.nr_outside),
+            outside_ns: self.outside_ns.saturating_sub(earlier.outside_ns),
         }
     }
 
@@ -115,6 +128,7 @@ mod tests {
             delay_hist: vec![delays, 0],
             delay_ns: delays * 10,
             nr_delays: delays,
+            ..Default::default()
         }
     }
 

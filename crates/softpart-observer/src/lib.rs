@@ -138,6 +138,9 @@ impl Observer {
                     delay_hist: g.delay_hist.to_vec(),
                     delay_ns: g.delay_ns,
                     nr_delays: g.nr_delays,
+                    max_delay_ns: g.max_delay_ns,
+                    nr_outside: g.nr_outside,
+                    outside_ns: g.outside_ns,
                 },
             );
         }

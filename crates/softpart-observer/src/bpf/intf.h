@@ -35,6 +35,13 @@ struct obs_group {
 	u64 delay_hist[OBS_NR_BUCKETS];
 	u64 delay_ns;
 	u64 nr_delays;
+	u64 max_delay_ns;	/* longest single wait since the group appeared */
+	/*
+	 * Runs that began on a CPU outside the thread's allowed set (migration
+	 * not disabled): a scheduler must never do that.
+	 */
+	u64 nr_outside;
+	u64 outside_ns;
 };
 
 /* Per CPU, written only by that CPU. */
@@ -45,6 +52,7 @@ struct obs_cpu {
 	u64 idle_wclock0;	/* wait clock when the idle period began */
 	u64 idle_ns;
 	u64 idle_waiting_ns;	/* idle while some task waited to run */
+	u64 run_outside;	/* the running thread is outside its allowed set */
 };
 
 #endif /* __OBSERVER_INTF_H */

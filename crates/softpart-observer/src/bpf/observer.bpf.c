@@ -104,6 +104,22 @@ static __always_inline void record_delay(u64 cgid, u64 delay)
 	__sync_fetch_and_add(&g->delay_hist[idx], 1);
 	__sync_fetch_and_add(&g->delay_ns, delay);
 	__sync_fetch_and_add(&g->nr_delays, 1);
+	/* Racy max: a lost update only loses a near-equal value. */
+	if (delay > g->max_delay_ns)
+		g->max_delay_ns = delay;
+}
+
+/* Is @cpu outside @p's allowed set, with @p free to migrate? */
+static __always_inline bool outside_allowed(struct task_struct *p, u32 cpu)
+{
+	const struct cpumask *allowed = BPF_CORE_READ(p, cpus_ptr);
+	unsigned long word = 0;
+
+	if (BPF_CORE_READ(p, migration_disabled))
+		return false;
+	if (bpf_probe_read_kernel(&word, sizeof(word), &allowed->bits[cpu / 64]))
+		return false;
+	return !(word & (1UL << (cpu % 64)));
 }
 
 static __always_inline void mark_waiting(struct task_obs *t, u64 now)
@@ -132,8 +148,12 @@ int BPF_PROG(obs_switch, bool preempt, struct task_struct *prev,
 		if (c->run_start_ns && now > c->run_start_ns) {
 			struct obs_group *g = group_of(c->run_cgid);
 
-			if (g)
+			if (g) {
 				__sync_fetch_and_add(&g->cpu_ns[cpu], now - c->run_start_ns);
+				if (c->run_outside)
+					__sync_fetch_and_add(&g->outside_ns,
+							     now - c->run_start_ns);
+			}
 		}
 		t = bpf_task_storage_get(&task_obs, prev, 0,
 					 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -154,6 +174,13 @@ int BPF_PROG(obs_switch, bool preempt, struct task_struct *prev,
 		c->run_start_ns = now;
 		c->run_cgid = cgid;
 		c->idle_since_ns = 0;
+		c->run_outside = outside_allowed(next, cpu);
+		if (c->run_outside) {
+			struct obs_group *g = group_of(cgid);
+
+			if (g)
+				__sync_fetch_and_add(&g->nr_outside, 1);
+		}
 		t = bpf_task_storage_get(&task_obs, next, 0,
 					 BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (t) {
@@ -167,6 +194,7 @@ int BPF_PROG(obs_switch, bool preempt, struct task_struct *prev,
 		}
 	} else {
 		c->run_start_ns = 0;
+		c->run_outside = 0;
 		c->idle_since_ns = now;
 		c->idle_wclock0 = wait_clock(now);
 	}
