@@ -151,7 +151,12 @@ pub fn parse(text: &str, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>)
             (None, None, Some(l)) => HomeSpec::Llc(l),
             _ => bail!("{at}: give exactly one of the fields cpus, node, llc"),
         };
-        let cpus = resolve(&spec).with_context(|| format!("{at}: home {spec:?}"))?;
+        let field = match &spec {
+            HomeSpec::Cpus(c) => format!("cpus = {c:?}"),
+            HomeSpec::Node(n) => format!("node = {n}"),
+            HomeSpec::Llc(l) => format!("llc = {l}"),
+        };
+        let cpus = resolve(&spec).with_context(|| format!("{at}: {field}"))?;
         let softness = match e.softness {
             None => None,
             Some(s) => Some(
@@ -277,6 +282,8 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
         /// Any text: an answer, never a panic.
         #[test]
         fn never_panics_on_any_text(text in "\\PC{0,200}") {

@@ -13,6 +13,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
@@ -83,11 +85,22 @@ fn peer_of(stream: &UnixStream) -> Result<Peer> {
 
 /// Listens on `path` (world-connectable: every request is checked) and
 /// hands requests to the returned channel.
-pub fn serve(path: &Path) -> Result<Receiver<Call>> {
+/// `attached` says whether a BPF scheduler is attached; while it is not
+/// (the kernel detached it for a CPU hotplug and the control plane is
+/// attaching again), requests are answered at once with the reason.
+pub fn serve(path: &Path, attached: Arc<AtomicBool>) -> Result<Receiver<Call>> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     if path.exists() {
+        // A socket that answers belongs to a running scx_softpart: taking
+        // its path would cut its CLI off (and this one cannot attach).
+        if UnixStream::connect(path).is_ok() {
+            bail!(
+                "another scx_softpart is running (its control socket {} answers); stop it first",
+                path.display()
+            );
+        }
         std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
     }
     let listener =
@@ -96,13 +109,13 @@ pub fn serve(path: &Path) -> Result<Receiver<Call>> {
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let _ = answer(stream, &tx);
+            let _ = answer(stream, &tx, &attached);
         }
     });
     Ok(rx)
 }
 
-fn answer(mut stream: UnixStream, tx: &Sender<Call>) -> Result<()> {
+fn answer(mut stream: UnixStream, tx: &Sender<Call>, attached: &AtomicBool) -> Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let peer = peer_of(&stream)?;
     let mut line = String::new();
@@ -113,6 +126,11 @@ fn answer(mut stream: UnixStream, tx: &Sender<Call>) -> Result<()> {
         Err(e) => Response::Error {
             message: format!("malformed request: {e}"),
         },
+        Ok(_) if !attached.load(Ordering::Relaxed) => Response::Error {
+            message: "scx_softpart is attaching again after a CPU hotplug (the kernel detaches \
+                      sched_ext schedulers then); nothing was changed: try again in a few seconds"
+                .into(),
+        },
         Ok(req) => {
             let (rtx, rrx) = channel();
             tx.send(Call {
@@ -120,7 +138,7 @@ fn answer(mut stream: UnixStream, tx: &Sender<Call>) -> Result<()> {
                 peer,
                 reply: rtx,
             })?;
-            rrx.recv_timeout(Duration::from_secs(10))
+            rrx.recv_timeout(Duration::from_secs(20))
                 .unwrap_or(Response::Error {
                     message: "the scheduler did not answer in time".into(),
                 })

@@ -108,6 +108,19 @@ impl HomeTable {
         }
     }
 
+    /// Forgets the groups nothing refers to any more (threads that all
+    /// ended); returns how many.
+    pub fn release_unreferenced(&mut self, referenced: &BTreeSet<u32>) -> usize {
+        let mut n = 0;
+        for (id, slot) in self.slots.iter_mut().enumerate() {
+            if slot.is_some() && !referenced.contains(&(id as u32)) {
+                *slot = None;
+                n += 1;
+            }
+        }
+        n
+    }
+
     pub fn get(&self, id: u32) -> Option<&Home> {
         self.slots.get(id as usize).and_then(Option::as_ref)
     }
@@ -161,6 +174,23 @@ mod tests {
         t.release("/db1");
         assert_eq!(t.get(0), None);
         assert_eq!(t.assign(home("/db3", 0..2), none).unwrap().id, 0);
+    }
+
+    #[test]
+    fn unreferenced_groups_are_released() {
+        let mut t = HomeTable::default();
+        for label in ["pid 1", "/db", "pid 2"] {
+            t.assign(home(label, 0..2), BTreeSet::new).unwrap();
+        }
+        let used: BTreeSet<u32> = [1].into();
+        assert_eq!(t.release_unreferenced(&used), 2);
+        assert_eq!(
+            t.iter().map(|(_, h)| h.label.as_str()).collect::<Vec<_>>(),
+            ["/db"]
+        );
+        assert_eq!(t.release_unreferenced(&used), 0);
+        // A freed id is taken by the next new group.
+        assert_eq!(t.assign(home("pid 3", 0..2), BTreeSet::new).unwrap().id, 0);
     }
 
     #[test]

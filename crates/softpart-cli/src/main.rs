@@ -207,6 +207,12 @@ fn stat_table(v: &StatView) -> String {
             );
         }
     }
+    let h = &v.held;
+    let _ = writeln!(
+        out,
+        "held: {} thread homes, {} cgroup homes, {} home ids, {} balanced cgroups; {} restarts",
+        h.task_homes, h.cgroup_homes, h.home_ids, h.balanced, h.restarts
+    );
     out
 }
 

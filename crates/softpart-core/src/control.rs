@@ -58,6 +58,25 @@ pub struct StatView {
     pub period_ms: u64,
     pub parts: Vec<PartView>,
     pub groups: Vec<GroupView>,
+    /// What the scheduler holds: entries in its BPF maps and home ids in
+    /// use (so that leaks show), and how often it reattached.
+    #[serde(default)]
+    pub held: Held,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    /// Threads with a home of their own (task_homes map).
+    pub task_homes: usize,
+    /// Cgroups with a home (cgroup_homes map).
+    pub cgroup_homes: usize,
+    /// Groups with a home id.
+    pub home_ids: usize,
+    /// Cgroups the balancer manages.
+    pub balanced: usize,
+    /// Times the BPF scheduler was attached again after the kernel asked
+    /// for a restart (CPU hotplug).
+    pub restarts: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

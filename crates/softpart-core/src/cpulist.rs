@@ -146,14 +146,31 @@ mod tests {
     }
 
     proptest! {
+        // Case counts are docs/reliability.md's "bad inputs tried".
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
         #[test]
         fn format_then_parse_is_identity(cpus in proptest::collection::btree_set(0usize..300, 0..64)) {
             prop_assert_eq!(parse(&format(&cpus)).unwrap(), cpus);
         }
 
+        /// Any text: a set or an error quoting the input and naming a part
+        /// of it; never a panic.
         #[test]
-        fn never_panics(s in "\\PC{0,40}") {
-            let _ = parse(&s);
+        fn never_panics_and_names_the_part(s in "\\PC{0,40}") {
+            if let Err(e) = parse(&s) {
+                prop_assert!(s.contains(e.part.as_str()), "{} not in {:?}", e.part, s);
+                let quoted = format!("{:?}", e.part);
+                prop_assert!(e.to_string().contains(&quoted), "{} lacks {}", e, quoted);
+            }
+        }
+
+        /// Near-miss lists (the characters of the syntax in any order).
+        #[test]
+        fn near_misses_name_the_part(s in "[0-9,:-]{0,16}") {
+            if let Err(e) = parse(&s) {
+                prop_assert!(s.contains(e.part.as_str()), "{} not in {:?}", e.part, s);
+            }
         }
     }
 }

@@ -175,6 +175,18 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Any text: partitions or an error naming the partition (or
+        /// partitions) at fault; never a panic.
+        #[test]
+        fn errors_name_the_partition(spec in "\\PC{0,30}", n in 1usize..24) {
+            if let Err(e) = parse(&spec, &cpus(n), 64) {
+                let msg = e.to_string();
+                prop_assert!(msg.starts_with("partition") || msg.contains("partitions"), "{}", msg);
+            }
+        }
+
         #[test]
         fn accepted_partitions_cover_every_cpu_once(spec in "[0-9;,-]{0,24}", n in 1usize..24) {
             if let Ok(parts) = parse(&spec, &cpus(n), 64) {

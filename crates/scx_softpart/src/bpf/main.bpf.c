@@ -35,6 +35,13 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 
+/* Most slices a task is queued ahead of the vtime clock (see task_vtime). */
+#define SP_MAX_LEAD 10
+
+#ifndef PF_EXITING
+#define PF_EXITING 0x00000004 /* include/linux/sched.h */
+#endif
+
 char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
@@ -516,16 +523,21 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
  * Where a task queues on the vtime clock: a sleeper keeps at most
  * slice_lag_ns of credit, and no task is put further ahead than one slice
  * scaled by its weight, i.e. what one whole slice costs it (a nice-19
- * task is charged 100x per ns run). This is EEVDF's bound on a request's
- * virtual deadline: a low-weight task under load waits in proportion to
- * its weight, not unboundedly (the watchdog once saw a nice-19 kthread
- * starve). It is not tight yet: a nice-19 hog among ~50 busy tasks on 8
- * CPUs still waits up to ~15 s (docs/design.md, known limits).
+ * task is charged 100x per ns run), and never more than SP_MAX_LEAD
+ * slices. The first bound is EEVDF's on a request's virtual deadline; the
+ * second keeps the wait of a very low weight task (nice > 10) from
+ * growing with the overload times its weight: with weight 1 among ~25
+ * busy tasks per CPU a lead of 100 slices meant waits of 15-18 s, near
+ * the kernel's 30 s watchdog. Such tasks get up to 1/SP_MAX_LEAD of a
+ * nice-0 task's share instead of 1/100 when CPUs are contended.
  */
 static __always_inline u64 task_vtime(struct task_struct *p)
 {
 	u64 vtime = p->scx.dsq_vtime;
 	u64 ahead = slice_ns * 100 / (p->scx.weight ? p->scx.weight : 1);
+
+	if (ahead > SP_MAX_LEAD * slice_ns)
+		ahead = SP_MAX_LEAD * slice_ns;
 
 	if (time_before(vtime, vtime_now - slice_lag_ns))
 		vtime = vtime_now - slice_lag_ns;
@@ -919,12 +931,18 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 	return 0;
 }
 
+/*
+ * Only a thread that ends gives up its home. Detaching the scheduler (CPU
+ * hotplug, before the control plane attaches again) calls this for every
+ * task; the control plane carries the map's entries over.
+ */
 void BPF_STRUCT_OPS(softpart_exit_task, struct task_struct *p,
 		    struct scx_exit_task_args *args)
 {
 	u32 tid = p->pid;
 
-	bpf_map_delete_elem(&task_homes, &tid);
+	if (p->flags & PF_EXITING)
+		bpf_map_delete_elem(&task_homes, &tid);
 }
 
 /* Called by the control plane (BPF_PROG_RUN) to define or redefine a home. */
