@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: setup build demo test lint unit guest-test experiments
+.PHONY: setup build demo test lint unit guest-test experiments soak
 
 setup:
 	bash scripts/setup.sh
@@ -18,6 +18,10 @@ demo: build
 # Issues 3 and 4's experiment matrices (about 90 minutes under TCG): results/experiments/.
 experiments: build
 	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
+
+# Issue 5's soak run (about 35 minutes under TCG; not part of `make test`).
+soak: build
+	$(ENV) target/release/softpart-bench run scenarios/soak/*.toml --out results/soak
 
 lint: setup
 	$(ENV) cargo fmt --all -- --check

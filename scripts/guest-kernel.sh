@@ -42,13 +42,34 @@ if ! apt-cache "${apt_opts[@]}" show "$GUEST_KERNEL_PKG" >/dev/null 2>&1; then
   exit 1
 fi
 
-(cd "$work/archives" && apt-get "${apt_opts[@]}" download "$GUEST_KERNEL_PKG" >&2)
-deb=$(ls "$work/archives/${GUEST_KERNEL_PKG}"_*.deb | head -1)
+# Up to 6.x the image package holds /boot/vmlinuz-REL and config-REL; from
+# 7.x it is a metapackage, and linux-binary-REL / linux-base-REL hold
+# /usr/lib/modules/REL/{vmlinuz,config}.
+rel=${GUEST_KERNEL_PKG#linux-image-}
+pkgs=("$GUEST_KERNEL_PKG")
+if apt-cache "${apt_opts[@]}" show "linux-binary-$rel" >/dev/null 2>&1; then
+  pkgs+=("linux-binary-$rel" "linux-base-$rel")
+fi
+(cd "$work/archives" && apt-get "${apt_opts[@]}" download "${pkgs[@]}" >&2)
 rm -rf "$dest/x" && mkdir -p "$dest/x"
-dpkg -x "$deb" "$dest/x"
-cp "$dest"/x/boot/vmlinuz-* "$dest/vmlinuz.tmp"
-cp "$dest"/x/boot/config-* "$dest/config.tmp"
-basename "$dest"/x/boot/vmlinuz-* | sed 's/^vmlinuz-//' >"$dest/release"
+debs=()
+for p in "${pkgs[@]}"; do
+  deb=$(ls "$work/archives/${p}"_*.deb | head -1)
+  dpkg -x "$deb" "$dest/x"
+  debs+=("$deb")
+done
+if ls "$dest"/x/boot/vmlinuz-* >/dev/null 2>&1; then
+  cp "$dest"/x/boot/vmlinuz-* "$dest/vmlinuz.tmp"
+  cp "$dest"/x/boot/config-* "$dest/config.tmp"
+  basename "$dest"/x/boot/vmlinuz-* | sed 's/^vmlinuz-//' >"$dest/release"
+elif [ -f "$dest/x/usr/lib/modules/$rel/vmlinuz" ] && [ -f "$dest/x/usr/lib/modules/$rel/config" ]; then
+  cp "$dest/x/usr/lib/modules/$rel/vmlinuz" "$dest/vmlinuz.tmp"
+  cp "$dest/x/usr/lib/modules/$rel/config" "$dest/config.tmp"
+  echo "$rel" >"$dest/release"
+else
+  echo "guest-kernel: no vmlinuz in ${pkgs[*]}" >&2
+  exit 1
+fi
 
 missing=""
 for opt in CONFIG_SCHED_CLASS_EXT CONFIG_DEBUG_INFO_BTF CONFIG_SCHEDSTATS CONFIG_BPF_SYSCALL CONFIG_CGROUP_CPUACCT; do
@@ -59,7 +80,7 @@ if [ -n "$missing" ]; then
   exit 1
 fi
 # Only the kernel image and config are used: the guest loads no modules.
-rm -rf "$dest/x" "$deb"
+rm -rf "$dest/x" "${debs[@]}"
 mv "$dest/vmlinuz.tmp" "$dest/vmlinuz"
 mv "$dest/config.tmp" "$dest/config"
 echo "$dest"

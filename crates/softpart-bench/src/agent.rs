@@ -285,8 +285,9 @@ fn read_percpu(path: &Path) -> Result<Vec<u64>> {
         .collect()
 }
 
-/// run_delay of every thread in a cgroup, by tid.
-fn schedstat_delays(cg: &Path) -> BTreeMap<u32, u64> {
+/// (time on CPU, run_delay) of every thread in a cgroup, by tid, from
+/// /proc/TID/schedstat.
+fn schedstat_delays(cg: &Path) -> BTreeMap<u32, (u64, u64)> {
     let mut out = BTreeMap::new();
     let Ok(text) = fs::read_to_string(cg.join("cgroup.threads")) else {
         return out;
@@ -295,10 +296,11 @@ fn schedstat_delays(cg: &Path) -> BTreeMap<u32, u64> {
         .split_whitespace()
         .filter_map(|t| t.parse::<u32>().ok())
     {
-        if let Ok(st) = fs::read_to_string(format!("/proc/{tid}/schedstat"))
-            && let Some(delay) = st.split_whitespace().nth(1).and_then(|v| v.parse().ok())
-        {
-            out.insert(tid, delay);
+        if let Ok(st) = fs::read_to_string(format!("/proc/{tid}/schedstat")) {
+            let mut f = st.split_whitespace().map(|v| v.parse::<u64>().ok());
+            if let (Some(Some(exec)), Some(Some(delay))) = (f.next(), f.next()) {
+                out.insert(tid, (exec, delay));
+            }
         }
     }
     out
@@ -306,11 +308,26 @@ fn schedstat_delays(cg: &Path) -> BTreeMap<u32, u64> {
 
 /// Growth between two reads; threads that appeared count from zero, threads
 /// that left are not counted (their last waits are lost to both reads).
-fn delay_growth(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>) -> u64 {
+fn delay_growth(before: &BTreeMap<u32, (u64, u64)>, after: &BTreeMap<u32, (u64, u64)>) -> u64 {
     after
         .iter()
-        .map(|(tid, d)| d.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .map(|(tid, (_, d))| d.saturating_sub(before.get(tid).map_or(0, |b| b.1)))
         .sum()
+}
+
+/// Threads present at both reads that waited to run and never ran between
+/// them: stalled. A thread that slept throughout did not wait.
+fn stalled_threads(
+    before: &BTreeMap<u32, (u64, u64)>,
+    after: &BTreeMap<u32, (u64, u64)>,
+) -> Vec<u32> {
+    after
+        .iter()
+        .filter_map(|(tid, &(exec, delay))| {
+            let &(exec0, delay0) = before.get(tid)?;
+            (exec == exec0 && delay > delay0).then_some(*tid)
+        })
+        .collect()
 }
 
 pub const CLI_BIN: &str = "/softpart/bin/softpart";
@@ -352,7 +369,17 @@ struct Workload {
     err: PathBuf,
 }
 
+/// Removes a cgroup and every cgroup below it (a workload may have made
+/// some), retrying while their tasks exit.
 fn remove_cgroup(path: &Path) {
+    if let Ok(entries) = fs::read_dir(path) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = fs::write(e.path().join("cgroup.kill"), "1");
+                remove_cgroup(&e.path());
+            }
+        }
+    }
     for _ in 0..200 {
         match fs::remove_dir(path) {
             Ok(()) => return,
@@ -461,6 +488,8 @@ fn run_once(
                     counters,
                     cpuacct_ns,
                     schedstat_delay_ns: delay_growth(&sched0[i], &sched1[i]),
+                    threads: sched1[i].len(),
+                    stalled_threads: stalled_threads(&sched0[i], &sched1[i]),
                 },
             );
         }

@@ -29,10 +29,15 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
-/// The cached guest kernel, fetched by scripts/guest-kernel.sh if missing.
-pub fn kernel() -> Result<Kernel> {
+/// The cached guest kernel, fetched by scripts/guest-kernel.sh if missing:
+/// scripts/versions.sh's, or the trixie-backports package `pkg` names.
+pub fn kernel(pkg: Option<&str>) -> Result<Kernel> {
     let script = repo_root().join("scripts/guest-kernel.sh");
-    let out = Command::new("bash")
+    let mut cmd = Command::new("bash");
+    if let Some(pkg) = pkg {
+        cmd.env("GUEST_KERNEL_PKG", pkg);
+    }
+    let out = cmd
         .arg(&script)
         .stderr(Stdio::inherit())
         .output()
@@ -315,7 +320,10 @@ pub fn scan_kernel_log(log: &str) -> Vec<String> {
             bad.iter().any(|b| l.contains(b))
                 || (l.contains("sched_ext:")
                     && (l.contains("error") || l.contains("disabled ("))
-                    && !l.contains("unregistered from user space"))
+                    && !l.contains("unregistered from user space")
+                    // The kernel detaching it for a CPU hotplug (the
+                    // control plane attaches again); errors say "error".
+                    && !l.contains("unregistered from the kernel"))
         })
         .map(|l| l.trim().to_string())
         .collect()

@@ -7,6 +7,7 @@ mod guest;
 mod phase;
 mod plan;
 mod reaction;
+mod reliability;
 mod scenario;
 mod table;
 
@@ -81,6 +82,11 @@ struct TestOpts {
     /// Where to keep the guest's logs.
     #[arg(long, default_value = "results/guest-tests")]
     out: PathBuf,
+
+    /// Run only these scenarios (comma-separated names), and only the
+    /// tests that read them: for working on one test.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 fn main() -> Result<()> {
@@ -88,7 +94,7 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::Agent { plan } => agent::main(&plan),
         Cmd::Run(o) => run(o),
-        Cmd::Test(o) => checks::run_guest_tests(&o.out),
+        Cmd::Test(o) => checks::run_guest_tests(&o.out, &o.only),
         Cmd::Report { results } => report(&results),
         Cmd::Reaction(o) => reaction::main(o),
         Cmd::Phase(o) => phase::main(o),
@@ -170,7 +176,7 @@ pub fn boot(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
     std::fs::create_dir_all(workdir)?;
     let guest = guest::Guest {
         topo,
-        kernel: guest::kernel()?,
+        kernel: guest::kernel(plan.scenarios[0].scenario.kernel.as_deref())?,
         extra_bins,
         workdir: std::fs::canonicalize(workdir)?,
         timeout: plan_timeout(plan),

@@ -80,6 +80,12 @@ pub struct GroupResult {
     /// own count of time runnable but not running.
     #[serde(default)]
     pub schedstat_delay_ns: u64,
+    /// Threads in the cgroup at the window's end, and those of them that
+    /// waited to run through the whole window without running once.
+    #[serde(default)]
+    pub threads: usize,
+    #[serde(default)]
+    pub stalled_threads: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -43,6 +43,10 @@ pub struct Scenario {
     /// = content), e.g. a config file a policy's arguments name.
     #[serde(default)]
     pub files: std::collections::BTreeMap<String, String>,
+    /// Boot this guest kernel (a trixie-backports package name, e.g.
+    /// "linux-image-7.2.12+deb13-amd64") instead of scripts/versions.sh's.
+    #[serde(default)]
+    pub kernel: Option<String>,
     #[serde(rename = "group")]
     pub groups: Vec<Group>,
 }
@@ -351,7 +355,7 @@ home = { cpus = "4-7" }
     fn shipped_scenarios_are_valid() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
         let mut n = 0;
-        for dir in [root.clone(), root.join("experiments")] {
+        for dir in [root.clone(), root.join("experiments"), root.join("soak")] {
             for e in std::fs::read_dir(&dir).unwrap() {
                 let p = e.unwrap().path();
                 if p.extension().is_some_and(|x| x == "toml") {

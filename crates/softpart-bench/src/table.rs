@@ -403,9 +403,12 @@ command = "y"
                     delay_hist: hist,
                     delay_ns: 1_000_000,
                     nr_delays: 100,
+                    ..Default::default()
                 },
                 cpuacct_ns: a_cpu.to_vec(),
                 schedstat_delay_ns: 0,
+                threads: 0,
+                stalled_threads: vec![],
             },
         );
         groups.insert(
@@ -417,6 +420,8 @@ command = "y"
                 },
                 cpuacct_ns: vec![0; 8],
                 schedstat_delay_ns: 0,
+                threads: 0,
+                stalled_threads: vec![],
             },
         );
         RunResult {

@@ -1,0 +1,380 @@
+//! Guest tests for issue 5 (reliability): overload, affinity churn, CPU
+//! hotplug, cgroup churn, a killed control plane, permissions and a second
+//! kernel. Each reads one scenario of guest-tests/ (see checks.rs).
+
+use crate::checks::{Results, locality, probe_of};
+use crate::plan::RunResult;
+use anyhow::{Context, Result, bail};
+use softpart_core::control::StatView;
+use softpart_core::hist;
+
+/// The kernel's sched_ext watchdog fires after 30 s without a run; a wait
+/// must stay far below it.
+const WATCHDOG_S: f64 = 30.0;
+
+/// Longest single wait of a group, s: the observer's exact maximum, or the
+/// histogram's top bucket for results that predate it.
+fn max_wait_s(g: &crate::plan::GroupResult) -> f64 {
+    let exact = g.counters.max_delay_ns;
+    let from_hist = hist::max(&g.counters.delay_hist).unwrap_or(0);
+    (if exact > 0 { exact } else { from_hist }) as f64 / 1e9
+}
+
+/// Every group ran, no thread waited through the window, and no wait came
+/// near the watchdog. `nice19_bound_s` is the bound for the nice-19 group.
+fn every_thread_runs(run: &RunResult, nice19_bound_s: f64) -> Result<Vec<String>> {
+    let wall = run.wall_ns as f64 / 1e9;
+    let mut seen = Vec::new();
+    for (name, g) in &run.groups {
+        let cpu = g.counters.total_cpu_ns() as f64 / 1e9;
+        // nice 19 is weight 1 against ~100 tasks of weight 100: its fair
+        // share is a fraction of a percent; it must still run.
+        let least = if name == "nice19" { 0.001 } else { 0.02 };
+        if cpu < least * wall {
+            bail!("group {name} got {cpu:.2} CPU-s in {wall:.0} s: starved");
+        }
+        if !g.stalled_threads.is_empty() {
+            bail!(
+                "group {name}: threads {:?} waited through the whole window without running",
+                g.stalled_threads
+            );
+        }
+        let max = max_wait_s(g);
+        let bound = if name == "nice19" {
+            nice19_bound_s
+        } else {
+            5.0
+        };
+        if max > bound {
+            bail!(
+                "group {name} waited up to {max:.2} s to run (bound {bound} s; watchdog {WATCHDOG_S} s)"
+            );
+        }
+        seen.push(format!(
+            "{name} {}t max wait {:.0} ms",
+            g.threads,
+            max * 1e3
+        ));
+    }
+    Ok(seen)
+}
+
+fn attached(run: &RunResult) -> Result<()> {
+    if run.sched_ext_state != "enabled" || !run.sched_ext_ops.starts_with("softpart") {
+        bail!(
+            "at the window's end sched_ext is {:?} with ops {:?}",
+            run.sched_ext_state,
+            run.sched_ext_ops
+        );
+    }
+    if !run.early_exits.is_empty() {
+        bail!("workloads died: {:?}", run.early_exits);
+    }
+    Ok(())
+}
+
+fn stat_json(run: &RunResult) -> Result<StatView> {
+    let (_, code, out) = [
+        "softpart stat --json",
+        "sleep 3; softpart stat --json",
+        "n=0; while",
+    ]
+    .iter()
+    .find_map(|p| probe_of(run, p).ok())
+    .context("no softpart stat --json probe")?;
+    // A probe may print the uptime first.
+    let out = &out[out.find('{').unwrap_or(0)..];
+    if *code != 0 {
+        bail!("softpart stat --json: exit {code}: {out}");
+    }
+    serde_json::from_str(out).with_context(|| format!("parsing softpart stat --json: {out}"))
+}
+
+pub fn overload_every_thread_runs(r: &Results) -> Result<String> {
+    let run = r.run("overload")?;
+    attached(run)?;
+    let threads: usize = run.groups.values().map(|g| g.threads).sum();
+    let cpus = run.cpus.len().max(1);
+    if threads < 4 * cpus {
+        bail!("only {threads} threads on {cpus} CPUs: not an overload");
+    }
+    let nice19 = 10.0;
+    let seen = every_thread_runs(run, nice19)?;
+    Ok(format!(
+        "{threads} threads on {cpus} CPUs for {:.0} s; {}",
+        run.wall_ns as f64 / 1e9,
+        seen.join(", ")
+    ))
+}
+
+pub fn overload_balancer_and_homes_active(r: &Results) -> Result<String> {
+    let run = r.run("overload")?;
+    let v = stat_json(run)?;
+    let placed = v.groups.iter().filter(|g| g.part.is_some()).count();
+    if v.groups.len() != 3 || placed != 3 {
+        bail!(
+            "balancer holds {} groups, {placed} placed; expected the 3 bal* groups",
+            v.groups.len()
+        );
+    }
+    if v.held.cgroup_homes < 5 {
+        bail!(
+            "{} cgroup homes; expected churn, hackbench and 3 balanced",
+            v.held.cgroup_homes
+        );
+    }
+    Ok(format!(
+        "{placed} balanced groups placed, {} cgroup homes",
+        v.held.cgroup_homes
+    ))
+}
+
+/// In every run of every scenario, no thread began a run on a CPU outside
+/// its allowed set (the overload's affinity churners included).
+pub fn no_run_outside_allowed_set(r: &Results) -> Result<String> {
+    r.run("overload")?;
+    let (mut runs, mut cpu_s, mut churn_s) = (0, 0.0, 0.0);
+    for run in &r.runs {
+        runs += 1;
+        for (name, g) in &run.groups {
+            if g.counters.nr_outside > 0 {
+                bail!(
+                    "{} ({}): group {name} began {} runs ({:.3} s) outside its allowed CPUs",
+                    run.scenario,
+                    run.policy,
+                    g.counters.nr_outside,
+                    g.counters.outside_ns as f64 / 1e9
+                );
+            }
+            let s = g.counters.total_cpu_ns() as f64 / 1e9;
+            cpu_s += s;
+            if run.scenario == "overload" && name == "churn" {
+                churn_s += s;
+            }
+        }
+    }
+    if churn_s <= 0.0 {
+        bail!("no CPU time from the affinity churners: nothing was checked");
+    }
+    Ok(format!(
+        "0 runs outside the allowed set in {runs} runs ({cpu_s:.0} CPU-s, {churn_s:.0} of them affinity churners)"
+    ))
+}
+
+pub fn hotplug_no_stall(r: &Results) -> Result<String> {
+    let run = r.run("hotplug")?;
+    attached(run)?;
+    let (_, _, log) = probe_of(run, "cat /tmp/hotplug.log")?;
+    if !log.contains(" done") || log.contains("failed") {
+        bail!("hotplug script: {log}");
+    }
+    let events = log
+        .lines()
+        .filter(|l| l.contains("offline") || l.contains("online "))
+        .count();
+    let seen = every_thread_runs(run, 5.0)?;
+    let v = stat_json(run)?;
+    if v.held.restarts < 2 {
+        bail!(
+            "{} restarts after {events} hotplug steps: the scheduler did not reattach",
+            v.held.restarts
+        );
+    }
+    let parts: Vec<&str> = v.parts.iter().map(|p| p.cpus.as_str()).collect();
+    if parts != ["0-3", "4-7"] {
+        bail!("partitions after the CPUs returned: {parts:?}");
+    }
+    Ok(format!(
+        "{events} hotplug steps, {} reattachments; partitions {parts:?}; {}",
+        v.held.restarts,
+        seen.join(", ")
+    ))
+}
+
+pub fn hotplug_homes_come_back(r: &Results) -> Result<String> {
+    let run = r.run("hotplug")?;
+    let (_, c1, cg) = probe_of(
+        run,
+        "softpart show --pid $(head -1 /sys/fs/cgroup/bench/inst1",
+    )?;
+    let (_, c2, task) = probe_of(
+        run,
+        "softpart show --pid $(head -1 /sys/fs/cgroup/bench/exechome",
+    )?;
+    if *c1 != 0 || !cg.contains("preferred: 4-7") || !cg.contains("cgroup /bench/inst1") {
+        bail!("inst1 after hotplug: exit {c1}: {cg}");
+    }
+    if *c2 != 0 || !task.contains("preferred: 6-7") {
+        bail!("exec'd task after hotplug: exit {c2}: {task}");
+    }
+    let homes = [("inst0", 0..4), ("inst1", 4..8)];
+    Ok(format!(
+        "cgroup home 4-7 and thread home 6-7 back after the restarts; locality over the window (with node 1 offline part of it) {:.1}%",
+        locality(run, &homes) * 100.0
+    ))
+}
+
+pub fn cgroup_churn_leaves_nothing(r: &Results) -> Result<String> {
+    let run = r.run("cgroup-churn")?;
+    attached(run)?;
+    let (_, _, log) = probe_of(run, "cat /tmp/churn.log")?;
+    let churned: usize = log
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("churn log: {log}"))?;
+    if churned < 200 || log.contains("failed") {
+        bail!("churn log: {log}");
+    }
+    let v = stat_json(run)?;
+    let h = &v.held;
+    // What the live groups need: the steady group's cgroup home only.
+    if (h.task_homes, h.cgroup_homes, h.home_ids, h.balanced) != (0, 1, 1, 0) {
+        bail!(
+            "after {churned} cgroups: {} thread homes, {} cgroup homes, {} home ids, {} balanced (expected 0, 1, 1, 0)",
+            h.task_homes,
+            h.cgroup_homes,
+            h.home_ids,
+            h.balanced
+        );
+    }
+    let seen = every_thread_runs(run, 5.0)?;
+    Ok(format!(
+        "{churned} cgroups churned; left: 0 thread homes, 1 cgroup home, 1 home id, 0 balanced; {}",
+        seen.join(", ")
+    ))
+}
+
+pub fn sigkill_falls_back_and_restart_resumes(r: &Results) -> Result<String> {
+    let run = r.run("kill-restart")?;
+    if !run.early_exits.is_empty() {
+        bail!("workloads died: {:?}", run.early_exits);
+    }
+    let (_, _, log) = probe_of(run, "cat /tmp/kill.log")?;
+    for want in [
+        "started: enabled",
+        "after sigkill: disabled",
+        "restarted: enabled",
+    ] {
+        if !log.contains(want) {
+            bail!("kill log lacks {want:?}: {log}");
+        }
+    }
+    let (_, _, outs) = probe_of(run, "cat /tmp/work0.out")?;
+    for want in ["work0 exit 0", "work1 exit 0", "hb exit 0"] {
+        if !outs.contains(want) {
+            bail!("a workload did not complete ({want:?} missing): {outs}");
+        }
+    }
+    let (_, code, show) = probe_of(run, "softpart show --pid")?;
+    if *code != 0 || !show.contains("preferred: 4-7") || !show.contains("cgroup /bench/work1") {
+        bail!("after the restart work1's home is not the config's: exit {code}: {show}");
+    }
+    let (_, _, state) = probe_of(run, "kill -INT")?;
+    if state.trim() != "disabled" {
+        bail!("the restarted scheduler did not stop on SIGINT: state {state}");
+    }
+    let rounds = outs
+        .split("after ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or("?");
+    Ok(format!(
+        "EEVDF took over at SIGKILL; all 3 workloads completed ({rounds} hackbench rounds); the restart gave work1 its config home 4-7"
+    ))
+}
+
+pub fn permissions_follow_setaffinity(r: &Results) -> Result<String> {
+    let run = r.run("permissions")?;
+    let p = |prefix: &str| probe_of(run, prefix).map(|(_, c, o)| (*c, o.as_str()));
+    let (c, out) = p(
+        "P=$(head -1 /sys/fs/cgroup/bench/alicework/cgroup.procs); su -s /bin/sh alice -c \"softpart prefer --pid $P --cpus 2-3\"",
+    )?;
+    if c != 0 || !out.contains("preferred: 2-3") {
+        bail!("alice could not home her own task: exit {c}: {out}");
+    }
+    let refused = |out: &str| out.contains("exit 1") && out.to_lowercase().contains("permi");
+    let (_, out) = p(
+        "R=$(head -1 /sys/fs/cgroup/bench/rootwork/cgroup.procs); su -s /bin/sh alice -c \"softpart prefer --pid $R --cpus 2-3\"",
+    )?;
+    if !refused(out) || !out.contains("preferred: -") {
+        bail!("alice homed root's task, or the refusal changed it: {out}");
+    }
+    let (_, out) = p("su -s /bin/sh alice -c 'softpart prefer --cgroup /bench/rootwork")?;
+    if !refused(out) {
+        bail!("alice homed root's cgroup: {out}");
+    }
+    let (_, out) = p(
+        "R=$(head -1 /sys/fs/cgroup/bench/rootwork/cgroup.procs); softpart prefer --pid $R --cpus 6-7",
+    )?;
+    if !refused(out) || !out.contains("preferred: 6-7") {
+        bail!("alice cleared root's home: {out}");
+    }
+    let (_, out) = p("P=$(head -1 /sys/fs/cgroup/bench/alicework/cgroup.procs); R=")?;
+    if !refused(out) || !out.contains("preferred: 2-3") {
+        bail!("a list with root's task was not refused whole: {out}");
+    }
+    let (c, out) = p(
+        "R=$(head -1 /sys/fs/cgroup/bench/rootwork/cgroup.procs); su -s /bin/sh alice -c \"softpart show",
+    )?;
+    if c != 0 || !out.contains("allowed:") {
+        bail!("alice could not read a task's home: exit {c}: {out}");
+    }
+    Ok("own task: set; root's task, cgroup and clear: refused, unchanged; mixed list: refused whole".into())
+}
+
+pub fn second_kernel_loads_and_homes_hold(r: &Results) -> Result<String> {
+    let sp = r.run_of("kernel-range", "softpart")?;
+    let ev = r.run_of("kernel-range", "eevdf")?;
+    attached(sp)?;
+    let (_, _, uname) = probe_of(sp, "uname -r")?;
+    let homes = [("inst0", 0..4), ("inst1", 4..8)];
+    let (l_sp, l_ev) = (locality(sp, &homes), locality(ev, &homes));
+    if l_sp < 0.95 {
+        bail!(
+            "on {}: locality {:.1}% (eevdf {:.1}%), expected >= 95%",
+            uname.trim(),
+            l_sp * 100.0,
+            l_ev * 100.0
+        );
+    }
+    let exit = r
+        .exits
+        .iter()
+        .find(|e| e.scenario == "kernel-range")
+        .context("no scheduler exit from kernel-range")?;
+    if !exit.clean {
+        bail!(
+            "on {}: exit {}: {}",
+            uname.trim(),
+            exit.status,
+            exit.stderr_tail
+        );
+    }
+    Ok(format!(
+        "kernel {}: attached, locality {:.1}% (eevdf {:.1}%), clean exit",
+        uname.trim(),
+        l_sp * 100.0,
+        l_ev * 100.0
+    ))
+}
+
+/// Every scheduler the bench started exited cleanly on SIGINT, including
+/// those that reattached after hotplug.
+pub fn every_scheduler_exits_cleanly(r: &Results) -> Result<String> {
+    if r.exits.is_empty() {
+        bail!("no scheduler exits recorded");
+    }
+    for e in &r.exits {
+        if !e.clean {
+            bail!(
+                "{} ({}): exit {}: {}",
+                e.scenario,
+                e.policy,
+                e.status,
+                e.stderr_tail
+            );
+        }
+    }
+    Ok(format!("{} clean exits", r.exits.len()))
+}
