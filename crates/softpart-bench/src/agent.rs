@@ -445,21 +445,28 @@ fn run_once(
             });
         }
         std::thread::sleep(Duration::from_secs_f64(sc.warmup_s));
+        // The slower reads (every thread's schedstat, the BPF program
+        // statistics) bracket the window from outside, so that cpuacct and
+        // the observer are read back to back and their windows differ only
+        // by the time one read takes; the cpuacct window is timed on its
+        // own all the same (a busy TCG guest can stall any read).
+        let sched0: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
+        let sel0 = select_cpu_cost();
+        let acct0_ns = softpart_observer::monotonic_ns();
         let acct0: Vec<Vec<u64>> = workloads
             .iter()
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
             .collect::<Result<_>>()?;
-        let sched0: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
-        let sel0 = select_cpu_cost();
         let s0 = obs.snapshot()?;
         std::thread::sleep(Duration::from_secs_f64(sc.duration_s));
         let s1 = obs.snapshot()?;
-        let sel1 = select_cpu_cost();
-        let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let acct1: Vec<Vec<u64>> = workloads
             .iter()
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
             .collect::<Result<_>>()?;
+        let acct1_ns = softpart_observer::monotonic_ns();
+        let sel1 = select_cpu_cost();
+        let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let window = s1.since(&s0);
 
         let probes = sc.probes.iter().map(|p| run_probe(p)).collect();
@@ -499,6 +506,7 @@ fn run_once(
             load,
             rep,
             wall_ns: window.wall_ns,
+            cpuacct_wall_ns: acct1_ns.saturating_sub(acct0_ns),
             groups,
             cpus: window.cpus,
             sched_ext_state: read_trim(SCX_STATE),

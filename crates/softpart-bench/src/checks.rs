@@ -391,27 +391,30 @@ fn observer_pinned_group(r: &Results) -> Result<String> {
 fn observer_hog_wall_time(r: &Results) -> Result<String> {
     let run = r.run("observer-validation")?;
     let g = &group(run, "hog")?.counters;
+    // One thread alone on its CPU (the others allowed there are idle
+    // neighbours' kworkers): it runs all the time but for their blips.
     let ratio = g.total_cpu_ns() as f64 / run.wall_ns as f64;
-    if !(0.95..=1.05).contains(&ratio) {
-        bail!("the hog's CPU time is {ratio:.3} x wall time, expected 1 +- 5%");
+    if !(0.93..=1.02).contains(&ratio) {
+        bail!("the hog's CPU time is {ratio:.3} x wall time, expected 1 (0.93-1.02)");
     }
     Ok(format!("{ratio:.3} x wall time"))
 }
 
+/// The observer against cpuacct, as rates over each one's own window: the
+/// two are read back to back, but a busy TCG guest can stall a read.
 fn observer_agrees_with_cpuacct(r: &Results) -> Result<String> {
     let run = r.run("observer-validation")?;
+    let (obs_wall, acct_wall) = (run.wall_ns.max(1) as f64 / 1e9, run.cpuacct_wall_s());
     let mut worst: f64 = 0.0;
     for (name, g) in &run.groups {
-        let obs = g.counters.total_cpu_ns() as f64;
-        worst = worst.max((obs / g.cpuacct_ns.iter().sum::<u64>().max(1) as f64 - 1.0).abs());
-        let acct: f64 = g.cpuacct_ns.iter().sum::<u64>() as f64;
+        let obs = g.counters.total_cpu_ns() as f64 / 1e9 / obs_wall;
+        let acct = g.cpuacct_ns.iter().sum::<u64>() as f64 / 1e9 / acct_wall;
         if acct <= 0.0 || (obs / acct - 1.0).abs() > 0.05 {
             bail!(
-                "group {name}: observer {:.3} CPU-s vs cpuacct {:.3} CPU-s",
-                obs / 1e9,
-                acct / 1e9
+                "group {name}: observer {obs:.3} CPU-s/s over {obs_wall:.2} s vs cpuacct {acct:.3} CPU-s/s over {acct_wall:.2} s"
             );
         }
+        worst = worst.max((obs / acct - 1.0).abs());
         for (cpu, (&o, &a)) in g
             .counters
             .cpu_ns
@@ -419,18 +422,14 @@ fn observer_agrees_with_cpuacct(r: &Results) -> Result<String> {
             .zip(g.cpuacct_ns.iter())
             .enumerate()
         {
-            let diff = (o as f64 - a as f64).abs() / 1e9;
-            if diff > 0.05 * run.wall_ns as f64 / 1e9 {
-                bail!(
-                    "group {name} CPU {cpu}: observer {:.3} s vs cpuacct {:.3} s",
-                    o as f64 / 1e9,
-                    a as f64 / 1e9
-                );
+            let (o, a) = (o as f64 / 1e9 / obs_wall, a as f64 / 1e9 / acct_wall);
+            if (o - a).abs() > 0.05 {
+                bail!("group {name} CPU {cpu}: observer {o:.3} CPU-s/s vs cpuacct {a:.3} CPU-s/s");
             }
         }
     }
     Ok(format!(
-        "largest per-group difference {:.2}%",
+        "largest per-group difference {:.2}% (windows {obs_wall:.2} s and {acct_wall:.2} s)",
         worst * 100.0
     ))
 }

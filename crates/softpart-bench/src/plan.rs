@@ -47,6 +47,10 @@ pub struct RunResult {
     pub load: u32,
     pub rep: u32,
     pub wall_ns: u64,
+    /// The cpuacct window (ns): it encloses the observer's and is a little
+    /// longer. 0 in results written before it was recorded.
+    #[serde(default)]
+    pub cpuacct_wall_ns: u64,
     pub groups: BTreeMap<String, GroupResult>,
     pub cpus: Vec<CpuCounters>,
     /// /sys/kernel/sched_ext/state and root/ops at the end of the window.
@@ -61,6 +65,19 @@ pub struct RunResult {
     /// the kernel's BPF statistics (kernel.bpf_stats_enabled).
     #[serde(default)]
     pub select_cpu: Option<ProgCost>,
+}
+
+impl RunResult {
+    /// The cpuacct window in seconds (the observer's for results written
+    /// before the cpuacct window was timed).
+    pub fn cpuacct_wall_s(&self) -> f64 {
+        let ns = if self.cpuacct_wall_ns > 0 {
+            self.cpuacct_wall_ns
+        } else {
+            self.wall_ns
+        };
+        ns.max(1) as f64 / 1e9
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

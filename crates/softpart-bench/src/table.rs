@@ -88,7 +88,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     Ok(RunFigures {
         locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
         granted: total_ns as f64 / 1e9 / wall,
-        granted_cpuacct: acct_ns as f64 / 1e9 / wall,
+        granted_cpuacct: acct_ns as f64 / 1e9 / run.cpuacct_wall_s(),
         run_delay_p50_us: hist::quantile(&merged, 0.5).map(|v| v as f64 / 1e3),
         run_delay_p99_us: hist::quantile(&merged, 0.99).map(|v| v as f64 / 1e3),
         xnode_migrations_per_s: xnode as f64 / wall,
@@ -430,6 +430,7 @@ command = "y"
             load: 1,
             rep: 0,
             wall_ns: 2_000_000_000,
+            cpuacct_wall_ns: 0,
             groups,
             cpus: vec![
                 CpuCounters {

@@ -117,6 +117,55 @@ pub struct Window {
     pub cpus: Vec<CpuCounters>,
 }
 
+/// The run a CPU is in at a read: since when, and whose. `start_ns` is 0
+/// while the CPU is idle.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Running {
+    pub start_ns: u64,
+    pub cgid: u64,
+}
+
+/// Groups whose run ended on some CPU while the map was being read (the
+/// CPU's current run differs between the reads before and after): their
+/// entries must be read again, after `after`.
+pub fn switched_during_read(before: &[Running], after: &[Running]) -> Vec<u64> {
+    let mut ids: Vec<u64> = before
+        .iter()
+        .zip(after)
+        .filter(|(b, a)| b.start_ns != 0 && b.start_ns != a.start_ns)
+        .map(|(b, _)| b.cgid)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Adds to `groups` each CPU's run in progress up to `at_ns`, for the CPUs
+/// whose run did not change while the map was read: for the others the
+/// map, read again, already holds the whole run.
+pub fn add_running(
+    groups: &mut BTreeMap<u64, GroupCounters>,
+    before: &[Running],
+    after: &[Running],
+    at_ns: u64,
+    nr_buckets: usize,
+) {
+    let nr = before.len();
+    for (cpu, (b, a)) in before.iter().zip(after).enumerate() {
+        if b.start_ns == 0 || b.start_ns != a.start_ns || at_ns <= b.start_ns {
+            continue;
+        }
+        let g = groups.entry(b.cgid).or_insert_with(|| GroupCounters {
+            cpu_ns: vec![0; nr],
+            delay_hist: vec![0; nr_buckets],
+            ..Default::default()
+        });
+        if let Some(ns) = g.cpu_ns.get_mut(cpu) {
+            *ns += at_ns - b.start_ns;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +178,41 @@ mod tests {
             delay_ns: delays * 10,
             nr_delays: delays,
             ..Default::default()
+        }
+    }
+
+    /// A model of the BPF side: one CPU running one group's task from
+    /// `start`; at `switch_at` the run ends and is charged to the map.
+    /// Reads at any moment around the switch count the run exactly once.
+    #[test]
+    fn a_run_is_counted_once_whichever_way_the_reads_fall() {
+        let (start, switch_at, next) = (1_000u64, 5_000u64, 5_000u64);
+        let run = |t: u64| Running {
+            start_ns: if t < switch_at { start } else { next },
+            cgid: 7,
+        };
+        let charged = |t: u64| if t < switch_at { 0 } else { switch_at - start };
+        // (first read of the CPU, map read, second read of the CPU, re-read)
+        for (t_before, t_map, t_after) in [
+            (2_000, 3_000, 4_000), // no switch while reading
+            (2_000, 3_000, 6_000), // switch after the map was read
+            (2_000, 6_000, 7_000), // switch before the map was read
+        ] {
+            let (b, a) = ([run(t_before)], [run(t_after)]);
+            let mut groups = BTreeMap::new();
+            groups.insert(7, group(&[charged(t_map)], 0));
+            for id in switched_during_read(&b, &a) {
+                groups.insert(id, group(&[charged(t_after)], 0));
+            }
+            let at = t_before;
+            add_running(&mut groups, &b, &a, at, 2);
+            let counted = groups[&7].cpu_ns[0];
+            let truth = at.min(switch_at) - start;
+            let slack = t_after - t_before;
+            assert!(
+                counted >= truth && counted <= truth + slack,
+                "reads at {t_before}/{t_map}/{t_after}: counted {counted}, truth {truth}"
+            );
         }
     }
 

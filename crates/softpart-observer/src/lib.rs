@@ -17,7 +17,7 @@ pub mod report;
 
 use anyhow::{Context, Result, bail};
 use bpf_skel::*;
-use counters::{CpuCounters, GroupCounters, Snapshot};
+use counters::{CpuCounters, GroupCounters, Running, Snapshot};
 use libbpf_rs::MapCore;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use softpart_core::topo::CpuPlace;
@@ -105,71 +105,112 @@ impl Observer {
         &self.places
     }
 
+    /// One group's counters from the map, or None if it has no entry.
+    fn read_group(&self, key: &[u8], nr: usize) -> Result<Option<GroupCounters>> {
+        let Some(val) = self
+            .skel
+            .maps
+            .groups
+            .lookup(key, libbpf_rs::MapFlags::ANY)?
+        else {
+            return Ok(None);
+        };
+        if val.len() < std::mem::size_of::<bpf_intf::obs_group>() {
+            bail!("unexpected group map entry size");
+        }
+        // SAFETY: the value is an obs_group as laid out by the BPF side
+        // (same intf.h), and its size was checked above.
+        let g: bpf_intf::obs_group = unsafe { std::ptr::read_unaligned(val.as_ptr() as *const _) };
+        Ok(Some(GroupCounters {
+            cpu_ns: g.cpu_ns[..nr].to_vec(),
+            migrations: g.migrations,
+            delay_hist: g.delay_hist.to_vec(),
+            delay_ns: g.delay_ns,
+            nr_delays: g.nr_delays,
+            max_delay_ns: g.max_delay_ns,
+            nr_outside: g.nr_outside,
+            outside_ns: g.outside_ns,
+        }))
+    }
+
+    fn running(&self, nr: usize) -> Result<Vec<Running>> {
+        let bss = self.skel.maps.bss_data.as_ref().context("no bss")?;
+        Ok(bss.cpus[..nr]
+            .iter()
+            .map(|c| Running {
+                start_ns: c.run_start_ns,
+                cgid: c.run_cgid,
+            })
+            .collect())
+    }
+
     /// Reads every counter, adding the run or idle interval each CPU is in
     /// right now, so a CPU-bound task that has not switched out still counts.
+    ///
+    /// Reading the group map takes many system calls (long ones in a busy
+    /// TCG guest), and a CPU may switch while it is read: its finished run
+    /// is then charged to the map at a moment we cannot place, before or
+    /// after its group's entry was read. So each CPU's current run is read
+    /// before and after the map; where it changed, its group is read again
+    /// and the map's figure (which now holds the finished run) is used
+    /// alone. A run is thus counted once, never twice or not at all; a
+    /// lone CPU hog, whose runs last seconds, lost a whole run otherwise.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let at_ns = monotonic_ns();
-        let bss = self.skel.maps.bss_data.as_ref().context("no bss")?;
         let nr = self.places.len();
+        let before = self.running(nr)?;
+        let bss = self.skel.maps.bss_data.as_ref().context("no bss")?;
+        let idle: Vec<_> = bss.cpus[..nr]
+            .iter()
+            .map(|c| {
+                (
+                    c.idle_ns,
+                    c.idle_waiting_ns,
+                    c.idle_since_ns,
+                    c.idle_wclock0,
+                )
+            })
+            .collect();
+        let (nr_waiting, wait_since, wait_total) =
+            (bss.nr_waiting, bss.wait_since_ns, bss.wait_total_ns);
+        let at_ns = monotonic_ns();
 
         let mut groups = BTreeMap::new();
         for key in self.skel.maps.groups.keys() {
-            let Some(val) = self
-                .skel
-                .maps
-                .groups
-                .lookup(&key, libbpf_rs::MapFlags::ANY)?
-            else {
-                continue;
-            };
-            if key.len() != 8 || val.len() < std::mem::size_of::<bpf_intf::obs_group>() {
-                bail!("unexpected group map entry size");
+            if key.len() != 8 {
+                bail!("unexpected group map key size");
             }
-            let cgid = u64::from_ne_bytes(key[..8].try_into()?);
-            // SAFETY: the value is an obs_group as laid out by the BPF side
-            // (same intf.h), and its size was checked above.
-            let g: bpf_intf::obs_group =
-                unsafe { std::ptr::read_unaligned(val.as_ptr() as *const _) };
-            groups.insert(
-                cgid,
-                GroupCounters {
-                    cpu_ns: g.cpu_ns[..nr].to_vec(),
-                    migrations: g.migrations,
-                    delay_hist: g.delay_hist.to_vec(),
-                    delay_ns: g.delay_ns,
-                    nr_delays: g.nr_delays,
-                    max_delay_ns: g.max_delay_ns,
-                    nr_outside: g.nr_outside,
-                    outside_ns: g.outside_ns,
-                },
-            );
+            if let Some(g) = self.read_group(&key, nr)? {
+                groups.insert(u64::from_ne_bytes(key[..8].try_into()?), g);
+            }
         }
+        let after = self.running(nr)?;
+        for cgid in counters::switched_during_read(&before, &after) {
+            if let Some(g) = self.read_group(&cgid.to_ne_bytes(), nr)? {
+                groups.insert(cgid, g);
+            }
+        }
+        counters::add_running(&mut groups, &before, &after, at_ns, NR_BUCKETS);
 
-        let wait_clock = if bss.nr_waiting > 0 && at_ns > bss.wait_since_ns {
-            bss.wait_total_ns + (at_ns - bss.wait_since_ns)
+        let wait_clock = if nr_waiting > 0 && at_ns > wait_since {
+            wait_total + (at_ns - wait_since)
         } else {
-            bss.wait_total_ns
+            wait_total
         };
-        let mut cpus = Vec::with_capacity(nr);
-        for cpu in 0..nr {
-            let c = &bss.cpus[cpu];
-            let mut cc = CpuCounters {
-                idle_ns: c.idle_ns,
-                idle_waiting_ns: c.idle_waiting_ns,
-            };
-            if c.run_start_ns != 0 && at_ns > c.run_start_ns {
-                let g = groups.entry(c.run_cgid).or_insert_with(|| GroupCounters {
-                    cpu_ns: vec![0; nr],
-                    delay_hist: vec![0; NR_BUCKETS],
-                    ..Default::default()
-                });
-                g.cpu_ns[cpu] += at_ns - c.run_start_ns;
-            } else if c.idle_since_ns != 0 && at_ns > c.idle_since_ns {
-                cc.idle_ns += at_ns - c.idle_since_ns;
-                cc.idle_waiting_ns += wait_clock.saturating_sub(c.idle_wclock0);
-            }
-            cpus.push(cc);
-        }
+        let cpus = idle
+            .iter()
+            .enumerate()
+            .map(|(cpu, &(idle_ns, idle_waiting_ns, since, wclock0))| {
+                let mut cc = CpuCounters {
+                    idle_ns,
+                    idle_waiting_ns,
+                };
+                if before[cpu].start_ns == 0 && since != 0 && at_ns > since {
+                    cc.idle_ns += at_ns - since;
+                    cc.idle_waiting_ns += wait_clock.saturating_sub(wclock0);
+                }
+                cc
+            })
+            .collect();
         Ok(Snapshot {
             at_ns,
             groups,
