@@ -156,8 +156,27 @@ pub struct GuestRun {
     pub elapsed: Duration,
 }
 
-/// Boots one guest for a plan whose scenarios share a topology.
+/// Boots one guest for a plan whose scenarios share a topology, and boots
+/// it once more if the emulator, not the kernel or the scheduler, killed
+/// it (see `guest::emulator_fault`). The first console log is kept beside
+/// the second as `console-emulator-fault.log`.
 pub fn boot(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
+    let first = boot_once(plan, workdir)?;
+    let log = std::fs::read_to_string(&first.console_path).unwrap_or_default();
+    let Some(fault) = guest::emulator_fault(&log) else {
+        return Ok(first);
+    };
+    let kept = workdir.join("console-emulator-fault.log");
+    std::fs::rename(&first.console_path, &kept)?;
+    eprintln!(
+        "softpart-bench: the guest died of an emulator fault ({fault}); booting it once more \
+         (first console log: {})",
+        kept.display()
+    );
+    boot_once(plan, workdir)
+}
+
+fn boot_once(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
     let topo = plan
         .scenarios
         .first()
