@@ -85,6 +85,13 @@ struct Opts {
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     scan_cores: u32,
 
+    /// Away from home, search for an idle CPU ourselves (prev, the home's
+    /// node, whole cores, any) instead of with the kernel's
+    /// scx_bpf_select_cpu_and() (6.16 and later; without it, ours is used
+    /// anyway).
+    #[arg(long)]
+    no_kernel_pick: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
@@ -263,6 +270,7 @@ const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
     "return_idle",
     "evict",
     "visitor_yield",
+    "pick_kernel",
 ];
 
 impl<'a> Scheduler<'a> {
@@ -339,6 +347,7 @@ impl<'a> Scheduler<'a> {
         rodata.slice_lag_ns = opts.slice_lag_us * 1000;
         rodata.smt_enabled = topo.smt_enabled && !opts.no_idle_core;
         rodata.scan_cores = opts.scan_cores;
+        rodata.kernel_pick = !opts.no_kernel_pick;
         rodata.threads_per_core = machine.threads_per_core as u32;
         for (cpu, part) in softpart_core::partition::cpu_to_part(&parts, nr_cpu_ids)
             .into_iter()
@@ -365,10 +374,20 @@ impl<'a> Scheduler<'a> {
         let mut skel = scx_ops_load!(skel, softpart_ops, uei)?;
         info!("loaded at uptime {:.2} s", uptime_s());
         let link = scx_ops_attach!(skel, softpart_ops)?;
+        let kernel_pick = skel
+            .maps
+            .bss_data
+            .as_ref()
+            .is_some_and(|b| b.kernel_pick_used);
         info!(
-            "attached at uptime {:.2} s; softness {}; control socket {}",
+            "attached at uptime {:.2} s; softness {}; away from home: {}; control socket {}",
             uptime_s(),
             opts.softness,
+            if kernel_pick {
+                "the kernel's scx_bpf_select_cpu_and()"
+            } else {
+                "our own idle search"
+            },
             opts.control_socket.display()
         );
         let nr = machine.sibling.len();
@@ -722,6 +741,7 @@ impl<'a> Scheduler<'a> {
                 *cgid,
                 balancer::Reading {
                     total_ns: gs.run_home_ns + gs.run_away_ns,
+                    wait_ns: gs.delay_ns,
                     part_ns,
                 },
             );

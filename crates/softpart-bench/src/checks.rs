@@ -34,6 +34,14 @@ const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../guest-tests/observer-validation.toml"),
     ),
     (
+        "spill-paths",
+        include_str!("../guest-tests/spill-paths.toml"),
+    ),
+    (
+        "spill-paths-newest",
+        include_str!("../guest-tests/spill-paths-newest.toml"),
+    ),
+    (
         "homes-two-instances",
         include_str!("../guest-tests/homes-two-instances.toml"),
     ),
@@ -132,6 +140,14 @@ const TESTS: &[(&str, Check)] = &[
     ),
     ("homes_keep_instances_at_home", homes_keep_instances_at_home),
     ("homes_let_an_instance_burst", homes_let_an_instance_burst),
+    (
+        "spills_through_the_kernels_idle_pick",
+        spills_through_kernel_pick,
+    ),
+    (
+        "spills_through_our_own_idle_search",
+        spills_through_own_search,
+    ),
     ("cli_shows_a_cgroup_home", cli_shows_cgroup_home),
     ("cli_rejects_bad_input_naming_it", cli_rejects_bad_input),
     ("cli_exec_home_survives_exec_and_fork", cli_exec_inherits),
@@ -618,6 +634,69 @@ fn homes_let_an_instance_burst(r: &Results) -> Result<String> {
     }
     Ok(format!(
         "granted softpart {sp:.2}, eevdf {ev:.2}, pinned {pin:.2} CPU-s/s"
+    ))
+}
+
+/// The fast path's counters from the exit of `policy` in `scenario`.
+fn exit_counters(r: &Results, scenario: &str, policy: &str) -> Result<serde_json::Value> {
+    let exit = r
+        .exits
+        .iter()
+        .find(|e| e.scenario == scenario && e.policy == policy)
+        .with_context(|| format!("no {policy} exit in {scenario}"))?;
+    softpart_counters(exit)
+}
+
+/// Wakeups placed on an idle CPU away from home, by either path.
+const AWAY_PICKS: [&str; 4] = [
+    "pick_prev_away",
+    "pick_near",
+    "pick_core_any",
+    "pick_cpu_any",
+];
+
+/// One spill run: (wakeups placed away from home, of which by the kernel's
+/// pick, CPU time granted as a share of eevdf's in the same boot).
+fn spill_run(r: &Results, scenario: &str, policy: &str) -> Result<(u64, u64, f64)> {
+    let share = granted(r.run_of(scenario, policy)?) / granted(r.run_of(scenario, "eevdf")?);
+    let c = exit_counters(r, scenario, policy)?;
+    let get = |k: &str| c[k].as_u64().unwrap_or(0);
+    let away: u64 = AWAY_PICKS.iter().map(|k| get(k)).sum();
+    // A home too full to wake in must spill, and lose nothing by it.
+    if away == 0 {
+        bail!("{scenario} {policy}: no wakeup placed away from the full home: {c}");
+    }
+    if share < 0.85 {
+        bail!("{scenario} {policy}: granted {share:.2} x eevdf's");
+    }
+    Ok((away, get("pick_kernel"), share))
+}
+
+fn spills_through_kernel_pick(r: &Results) -> Result<String> {
+    let mut seen = Vec::new();
+    for (scenario, guest) in [
+        ("spill-paths", "2n2c2t"),
+        ("spill-paths-newest", "2n2c2t@linux-image-7.3.4+deb13-amd64"),
+    ] {
+        let (away, kernel, share) = spill_run(r, scenario, "softpart")?;
+        if kernel == 0 {
+            bail!("{scenario}: {away} wakeups away from home, none by scx_bpf_select_cpu_and()");
+        }
+        let release = r.guests.get(guest).map_or("?", |g| g.kernel.as_str());
+        seen.push(format!(
+            "{release}: {kernel} of {away} by the kernel, granted {share:.2} x eevdf"
+        ));
+    }
+    Ok(seen.join("; "))
+}
+
+fn spills_through_own_search(r: &Results) -> Result<String> {
+    let (away, kernel, share) = spill_run(r, "spill-paths", "softpart:--no-kernel-pick")?;
+    if kernel != 0 {
+        bail!("--no-kernel-pick: {kernel} wakeups still went through the kernel's pick");
+    }
+    Ok(format!(
+        "{away} wakeups away from home by our own search, granted {share:.2} x eevdf"
     ))
 }
 

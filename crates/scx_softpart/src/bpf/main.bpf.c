@@ -54,6 +54,10 @@ const volatile u64 slice_lag_ns = 20000000ULL;
 const volatile bool smt_enabled = true;
 /* 0: search the whole home for an idle CPU; N: look at most at N cores. */
 const volatile u32 scan_cores = 0;
+/* Spill through the kernel's scx_bpf_select_cpu_and() where it has one. */
+const volatile bool kernel_pick = true;
+/* What this load decided (kernel_pick and the kfunc present), for Rust. */
+bool kernel_pick_used;
 const volatile u32 threads_per_core = 1;
 const volatile u32 cpu_part[SP_MAX_CPUS];
 /* One SMT sibling of each CPU (itself if none). */
@@ -416,8 +420,71 @@ static __always_inline void set_visitor(s32 cpu, u32 val)
 	cpu_visitor[c] = val;
 }
 
-static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx,
-			 bool *evict)
+/*
+ * An idle CPU away from home: in @near (the home's node(s), allowed part)
+ * first, then anywhere allowed; @allowed_first skips @near (softness).
+ * Where the kernel has scx_bpf_select_cpu_and() (6.16 and later), its
+ * topology-aware pick does this (prev, prev's SMT sibling, LLC, node, with
+ * the kernel's per-node idle masks when enabled); elsewhere, or with
+ * --no-kernel-pick, our own: prev, then @near, then whole cores, then any.
+ */
+static __always_inline s32 pick_away(struct task_struct *p, s32 prev, u64 wake_flags,
+				     const struct cpumask *near, bool is_homed,
+				     bool allowed_first)
+{
+	s32 cpu;
+
+	/*
+	 * Without SCX_WAKE_SYNC: with it the kernel may return the waker's
+	 * busy CPU, and the wakee would wait there while other CPUs idle.
+	 */
+	wake_flags &= ~SCX_WAKE_SYNC;
+	if (kernel_pick && __COMPAT_HAS_scx_bpf_select_cpu_and) {
+		if (near && !allowed_first) {
+			cpu = scx_bpf_select_cpu_and(p, prev, wake_flags, near, 0);
+			if (cpu >= 0) {
+				stat_inc(SP_STAT_PICK_KERNEL);
+				stat_inc(SP_STAT_PICK_NEAR);
+				return cpu;
+			}
+		}
+		cpu = scx_bpf_select_cpu_and(p, prev, wake_flags, p->cpus_ptr, 0);
+		if (cpu >= 0) {
+			stat_inc(SP_STAT_PICK_KERNEL);
+			stat_inc(SP_STAT_PICK_CPU_ANY);
+		}
+		return cpu;
+	}
+
+	if (!allowed_first) {
+		if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
+		    scx_bpf_test_and_clear_cpu_idle(prev)) {
+			stat_inc(is_homed ? SP_STAT_PICK_PREV_AWAY : SP_STAT_PICK_PREV);
+			return prev;
+		}
+		if (near) {
+			cpu = scx_bpf_pick_idle_cpu(near, 0);
+			if (cpu >= 0) {
+				stat_inc(SP_STAT_PICK_NEAR);
+				return cpu;
+			}
+		}
+	}
+	if (smt_enabled) {
+		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, SCX_PICK_IDLE_CORE);
+		if (cpu >= 0) {
+			stat_inc(SP_STAT_PICK_CORE_ANY);
+			return cpu;
+		}
+	}
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0)
+		stat_inc(SP_STAT_PICK_CPU_ANY);
+	return cpu;
+}
+
+static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
+			 struct task_ctx *tctx, bool *evict)
 {
 	const struct cpumask *home = NULL, *near = NULL;
 	struct home_ctx *h;
@@ -470,32 +537,11 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx,
 	}
 
 	/* Home full: spill, nearest first. */
-	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) && scx_bpf_test_and_clear_cpu_idle(prev)) {
-		stat_inc(homed(tctx) ? SP_STAT_PICK_PREV_AWAY : SP_STAT_PICK_PREV);
-		return prev;
-	}
 	near = and_allowed(p, tctx, near);
-	if (near) {
-		cpu = scx_bpf_pick_idle_cpu(near, 0);
-		if (cpu >= 0) {
-			stat_inc(SP_STAT_PICK_NEAR);
-			return cpu;
-		}
-	}
+	return pick_away(p, prev, wake_flags, near, homed(tctx), false);
+
 search_allowed:
-	if (smt_enabled) {
-		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, SCX_PICK_IDLE_CORE);
-		if (cpu >= 0) {
-			stat_inc(SP_STAT_PICK_CORE_ANY);
-			return cpu;
-		}
-	}
-	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-	if (cpu >= 0) {
-		stat_inc(SP_STAT_PICK_CPU_ANY);
-		return cpu;
-	}
-	return -1;
+	return pick_away(p, prev, wake_flags, NULL, homed(tctx), true);
 }
 
 s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
@@ -508,7 +554,7 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (!tctx)
 		return prev_cpu;
 	refresh_home(p, tctx);
-	cpu = pick_idle_cpu(p, prev_cpu, tctx, &evict);
+	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict);
 	if (cpu >= 0) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (evict)
@@ -993,6 +1039,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 {
 	u32 part, cpu;
 	s32 ret;
+
+	kernel_pick_used = kernel_pick && __COMPAT_HAS_scx_bpf_select_cpu_and;
 
 	bpf_for(part, 0, nr_parts) {
 		struct part_ctx *pctx;
