@@ -6,4 +6,4 @@ LIBCLANG_VERSION=18.1.1    # libclang.so for bindgen
 # kernel patches static keys while sched_ext attaches under multi-threaded
 # TCG; bookworm-backports has 10.x.
 QEMU_MIN_MAJOR=10
-APT_PACKAGES="busybox-static cpio libelf-dev zlib1g-dev pkg-config rt-tests stress-ng sysbench"
+APT_PACKAGES="busybox-static cpio libelf-dev zlib1g-dev pkg-config rt-tests stress-ng sysbench redis-server redis-tools"

@@ -8,13 +8,21 @@
 //! one period; then it is placed, and afterwards moved at most one group per
 //! period, only when the move lowers the busiest partition's relative load
 //! by more than the hysteresis.
+//!
+//! A group's load is its *demand*: CPU time plus time spent runnable but
+//! waiting, per second. CPU time alone is what the group got, not what it
+//! needs: a group whose partition is full shows less than it wants, and
+//! its load only creeps up as it bursts elsewhere, so the balancer saw a
+//! phase change late and chased a target that moved while the loads caught
+//! up (3 moves over 4 periods where one would do).
 
 use softpart_core::balance::{self, Group, Part};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Weight of the newest period in the smoothed loads.
-const ALPHA: f64 = 0.5;
+/// Weight of the newest period in the smoothed loads: demand is steady
+/// for a steady workload, so the newest period can weigh most.
+const ALPHA: f64 = 0.7;
 
 #[derive(Debug, Clone)]
 pub struct Balanced {
@@ -30,8 +38,10 @@ pub struct Balanced {
     pub measured: u32,
     pub moves: u64,
     pub last_move: Option<Instant>,
-    /// Counters at the last period: total run time and per partition.
+    /// Counters at the last period: total run time, wait, and run time
+    /// per partition.
     last_total: u64,
+    last_wait: u64,
     last_part: Vec<u64>,
     primed: bool,
 }
@@ -57,6 +67,7 @@ impl Balanced {
             moves: 0,
             last_move: None,
             last_total: 0,
+            last_wait: 0,
             last_part: vec![0; nparts],
             primed: false,
         }
@@ -72,10 +83,11 @@ impl Balanced {
     }
 }
 
-/// One group's counters as read from the fast path: total run time and run
-/// time per partition, cumulative ns.
+/// One group's counters as read from the fast path, cumulative ns: total
+/// run time, time runnable but waiting, and run time per partition.
 pub struct Reading {
     pub total_ns: u64,
+    pub wait_ns: u64,
     pub part_ns: Vec<u64>,
 }
 
@@ -131,8 +143,9 @@ impl Balancer {
                 continue;
             };
             if g.primed && secs > 0.0 {
-                let dt = r.total_ns.saturating_sub(g.last_total) as f64;
-                g.load = smooth(g.load, dt / 1e9 / secs, g.measured == 0);
+                let ran = r.total_ns.saturating_sub(g.last_total) as f64;
+                let waited = r.wait_ns.saturating_sub(g.last_wait) as f64;
+                g.load = smooth(g.load, (ran + waited) / 1e9 / secs, g.measured == 0);
                 for (p, sum) in group_ns.iter_mut().enumerate() {
                     let d = r
                         .part_ns
@@ -146,6 +159,7 @@ impl Balancer {
                 g.measured += 1;
             }
             g.last_total = r.total_ns;
+            g.last_wait = r.wait_ns;
             g.last_part = r.part_ns.clone();
             g.last_part.resize(n, 0);
             g.primed = true;
@@ -228,6 +242,7 @@ mod tests {
                     10,
                     Reading {
                         total_ns: a,
+                        wait_ns: 0,
                         part_ns: vec![a / 2, a / 2],
                     },
                 ),
@@ -235,6 +250,7 @@ mod tests {
                     11,
                     Reading {
                         total_ns: b_,
+                        wait_ns: 0,
                         part_ns: vec![b_ / 2, b_ / 2],
                     },
                 ),
@@ -264,5 +280,38 @@ mod tests {
         );
         assert_eq!(d.moved, None);
         assert!((b.groups[&10].load - 3.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn load_is_demand_not_just_cpu_time() {
+        let mut b = Balancer::new(2, 0.1);
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        b.groups.insert(10, Balanced::new("/full".into(), s, 2));
+        let read = |ran: u64, waited: u64| {
+            BTreeMap::from([(
+                10,
+                Reading {
+                    total_ns: ran,
+                    wait_ns: waited,
+                    part_ns: vec![ran, 0],
+                },
+            )])
+        };
+        b.period(t0, &read(0, 0), &[0, 0], &[4, 4]);
+        // Six busy threads on a 4-CPU partition: 4 CPU-s run, 2 waited.
+        b.period(
+            t0 + s,
+            &read(4_000_000_000, 2_000_000_000),
+            &[4_000_000_000, 0],
+            &[4, 4],
+        );
+        assert!(
+            (b.groups[&10].load - 6.0).abs() < 1e-6,
+            "{}",
+            b.groups[&10].load
+        );
+        // Its per-partition figures stay CPU time (exclusivity).
+        assert!((b.groups[&10].part_load[0] - 4.0).abs() < 1e-6);
     }
 }

@@ -15,7 +15,14 @@ use std::time::{Duration, Instant};
 
 /// Workload programs every guest carries (Debian packages, see
 /// scripts/versions.sh).
-pub const WORKLOADS: &[&str] = &["busybox", "hackbench", "stress-ng", "sysbench"];
+pub const WORKLOADS: &[&str] = &[
+    "busybox",
+    "hackbench",
+    "stress-ng",
+    "sysbench",
+    "redis-server",
+    "redis-benchmark",
+];
 
 pub struct Kernel {
     pub vmlinuz: PathBuf,
