@@ -132,6 +132,8 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t cgroup -o cpuacct cpuacct /acct
 ulimit -l unlimited
+# Loopback, for workloads that talk over TCP (redis-benchmark to redis-server).
+ip link set lo up
 echo "softpart-guest: $(uname -r), CPUs $(cat /sys/devices/system/cpu/online)"
 /softpart/bin/softpart-bench agent /softpart/plan.json
 echo "softpart-guest: agent exited with $?"
