@@ -41,6 +41,7 @@ const SCENARIOS: &[(&str, &str)] = &[
         "spill-paths-newest",
         include_str!("../guest-tests/spill-paths-newest.toml"),
     ),
+    ("swap-back", include_str!("../guest-tests/swap-back.toml")),
     (
         "homes-two-instances",
         include_str!("../guest-tests/homes-two-instances.toml"),
@@ -147,6 +148,10 @@ const TESTS: &[(&str, Check)] = &[
     (
         "spills_through_our_own_idle_search",
         spills_through_own_search,
+    ),
+    (
+        "swapped_instances_swap_back_home",
+        swapped_instances_swap_back,
     ),
     ("cli_shows_a_cgroup_home", cli_shows_cgroup_home),
     ("cli_rejects_bad_input_naming_it", cli_rejects_bad_input),
@@ -697,6 +702,49 @@ fn spills_through_own_search(r: &Results) -> Result<String> {
     }
     Ok(format!(
         "{away} wakeups away from home by our own search, granted {share:.2} x eevdf"
+    ))
+}
+
+/// Two full instances left on each other's homes go back (swap-back.toml).
+fn swapped_instances_swap_back(r: &Results) -> Result<String> {
+    let run = r.run("swap-back")?;
+    let (_, _, log) = probe_of(run, "cat /tmp/swap.log")?;
+    // "before the swap: inst0 on CPUs 4 5 6 7 1 ; inst1 on CPUs ...": the
+    // worker threads must have sat on their first homes, or nothing is
+    // tested. (The list includes each instance's sleeping parent.)
+    let before = log
+        .lines()
+        .find_map(|l| l.split_once("before the swap: "))
+        .map(|(_, rest)| rest)
+        .with_context(|| format!("the flip script did not run to the swap: {log}"))?;
+    if !log.contains("homes swapped") {
+        bail!("the homes were not swapped: {log}");
+    }
+    let on = |inst: &str, cpus: std::ops::Range<usize>| -> usize {
+        before
+            .split(';')
+            .find(|part| part.trim_start().starts_with(inst))
+            .map_or(0, |part| {
+                part.split_whitespace()
+                    .filter_map(|w| w.parse::<usize>().ok())
+                    .filter(|c| cpus.contains(c))
+                    .count()
+            })
+    };
+    let (settled0, settled1) = (on("inst0", 4..8), on("inst1", 0..4));
+    if settled0 < 3 || settled1 < 3 {
+        bail!("before the swap the instances were not on their first homes: {before}");
+    }
+    let loc = locality(run, &[("inst0", 0..4), ("inst1", 4..8)]);
+    if loc < 0.8 {
+        bail!(
+            "after the homes were swapped, locality {:.1}%: the instances stayed on each other's nodes",
+            loc * 100.0
+        );
+    }
+    Ok(format!(
+        "{settled0} and {settled1} of 5 tasks each on the first homes; {:.1}% at the new homes from 3 s after the swap",
+        loc * 100.0
     ))
 }
 
