@@ -88,7 +88,8 @@ struct Opts {
     /// Away from home, search for an idle CPU ourselves (prev, the home's
     /// node, whole cores, any) instead of with the kernel's
     /// scx_bpf_select_cpu_and() (6.16 and later; without it, ours is used
-    /// anyway).
+    /// anyway; --no-idle-core implies it, as the kernel's pick always
+    /// looks for whole idle cores first).
     #[arg(long)]
     no_kernel_pick: bool,
 
@@ -347,7 +348,9 @@ impl<'a> Scheduler<'a> {
         rodata.slice_lag_ns = opts.slice_lag_us * 1000;
         rodata.smt_enabled = topo.smt_enabled && !opts.no_idle_core;
         rodata.scan_cores = opts.scan_cores;
-        rodata.kernel_pick = !opts.no_kernel_pick;
+        // The kernel's pick always tries whole idle cores first: with
+        // --no-idle-core (SIS_CORE off) our own search must run instead.
+        rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.threads_per_core = machine.threads_per_core as u32;
         for (cpu, part) in softpart_core::partition::cpu_to_part(&parts, nr_cpu_ids)
             .into_iter()

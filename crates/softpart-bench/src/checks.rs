@@ -360,21 +360,16 @@ fn softpart_unloads_cleanly(r: &Results) -> Result<String> {
     }
     let c = softpart_counters(exit)?;
     let get = |k: &str| c[k].as_u64().unwrap_or(0);
-    // Every wakeup placed on an idle CPU, at home or away (pick_kernel
-    // counts a subset of pick_near and pick_cpu_any).
-    let placed: u64 = [
-        "pick_prev",
-        "pick_core_home",
-        "pick_sibling",
-        "pick_cpu_home",
-        "pick_prev_away",
-        "pick_near",
-        "pick_core_any",
-        "pick_cpu_any",
-    ]
-    .iter()
-    .map(|k| get(k))
-    .sum();
+    // Every wakeup placed on an idle CPU, at home or away: every pick_*
+    // counter but pick_none and pick_kernel (a subset of pick_near and
+    // pick_cpu_any).
+    let placed: u64 = c
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("pick_") && *k != "pick_none" && *k != "pick_kernel")
+        .filter_map(|(_, v)| v.as_u64())
+        .sum();
     let dispatched = get("dispatch_own") + get("dispatch_steal");
     if placed == 0 || dispatched == 0 || get("enqueue") == 0 {
         bail!("the fast path did not run: {c}");
