@@ -147,6 +147,10 @@ pub struct Guest {
     pub extra_bins: Vec<String>,
     pub workdir: PathBuf,
     pub timeout: Duration,
+    /// Longest the guest may go without sending a result line before it
+    /// is taken as hung and stopped (a deadlocked guest would otherwise
+    /// hold the whole timeout).
+    pub silence_limit: Duration,
 }
 
 pub struct GuestOutput {
@@ -257,6 +261,8 @@ impl Guest {
             .spawn()
             .context("starting qemu-system-x86_64 (run scripts/setup.sh)")?;
         let mut timed_out = false;
+        let mut went_silent = None;
+        let mut heard = (0u64, Instant::now());
         loop {
             if let Some(st) = child.try_wait()? {
                 if !st.success() {
@@ -269,10 +275,18 @@ impl Guest {
                 }
                 break;
             }
-            if started.elapsed() > self.timeout {
+            let len = fs::metadata(&results).map(|m| m.len()).unwrap_or(0);
+            if len != heard.0 {
+                heard = (len, Instant::now());
+            }
+            let silent = heard.1.elapsed();
+            if started.elapsed() > self.timeout || silent > self.silence_limit {
                 let _ = child.kill();
                 let _ = child.wait();
                 timed_out = true;
+                if silent > self.silence_limit {
+                    went_silent = Some(silent);
+                }
                 break;
             }
             std::thread::sleep(Duration::from_millis(200));
@@ -280,7 +294,16 @@ impl Guest {
         let elapsed = started.elapsed();
         let log = fs::read_to_string(&console).unwrap_or_default();
         let mut problems = scan_kernel_log(&log);
-        if timed_out {
+        if let Some(silent) = went_silent {
+            problems.push(format!(
+                "guest sent nothing for {:.0} s (limit {:.0} s) and was stopped after {:.0} s; \
+                 it was running: {}",
+                silent.as_secs_f64(),
+                self.silence_limit.as_secs_f64(),
+                elapsed.as_secs_f64(),
+                last_agent_line(&log).unwrap_or("(no agent line)")
+            ));
+        } else if timed_out {
             problems.push(format!(
                 "guest timed out after {:.0}s",
                 elapsed.as_secs_f64()
@@ -337,21 +360,57 @@ pub fn scan_kernel_log(log: &str) -> Vec<String> {
         "general protection fault",
         "runnable task stall",
         "watchdog failed",
-        "hung_task",
     ];
-    log.lines()
+    let lines: Vec<&str> = log
+        .lines()
         .take_while(|l| !l.contains("reboot: Power down"))
-        .filter(|l| {
-            bad.iter().any(|b| l.contains(b))
-                || (l.contains("sched_ext:")
-                    && (l.contains("error") || l.contains("disabled ("))
-                    && !l.contains("unregistered from user space")
-                    // The kernel detaching it for a CPU hotplug (the
-                    // control plane attaches again); errors say "error".
-                    && !l.contains("unregistered from the kernel"))
+        .collect();
+    let mut problems = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("blocked for more than") {
+            // The hung-task report: the line alone names only the task, so
+            // its stack (the lock or wait it is stuck in) goes with it.
+            problems.push(with_trace(l, &lines[i + 1..]));
+        } else if bad.iter().any(|b| l.contains(b))
+            || (l.contains("sched_ext:")
+                && (l.contains("error") || l.contains("disabled ("))
+                && !l.contains("unregistered from user space")
+                // The kernel detaching it for a CPU hotplug (the
+                // control plane attaches again); errors say "error".
+                && !l.contains("unregistered from the kernel"))
+        {
+            problems.push(l.trim().to_string());
+        }
+    }
+    problems
+}
+
+/// The agent's last "what I am running" line on the console.
+fn last_agent_line(log: &str) -> Option<&str> {
+    log.lines()
+        .rev()
+        .find(|l| l.starts_with("agent: "))
+        .map(str::trim)
+}
+
+/// A report line followed by the call-trace lines after it (functions
+/// only, as `name+0xoff/0xlen`), up to the trace's end.
+fn with_trace(report: &str, after: &[&str]) -> String {
+    let mut out = report.trim().to_string();
+    let frames = after
+        .iter()
+        .take(60)
+        .take_while(|l| !l.contains("</TASK>") && !l.contains("blocked for more than"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.contains("+0x") && w.contains('/'))
         })
-        .map(|l| l.trim().to_string())
-        .collect()
+        .take(24);
+    for f in frames {
+        out.push_str("\n    ");
+        out.push_str(f);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -371,6 +430,26 @@ mod tests {
         let log = "[ 9.0] ok\n[ 85.2] reboot: Power down\n\
                    [ 85.3] WARNING: CPU: 7 PID: 2 at arch/x86/kernel/apic/ipi.c:71\n";
         assert!(scan_kernel_log(log).is_empty());
+    }
+
+    #[test]
+    fn a_hung_task_comes_with_its_stack() {
+        let log = "[ 365.89] INFO: task sh:812 blocked for more than 120 seconds.\n\
+                   [ 365.89]       Not tainted 6.17.13+deb13-amd64 #1\n\
+                   [ 365.89] \"echo 0 > /proc/sys/kernel/hung_task_timeout_secs\" disables this message.\n\
+                   [ 365.89] task:sh state:D stack:0 pid:812\n\
+                   [ 365.89] Call Trace:\n\
+                   [ 365.89]  <TASK>\n\
+                   [ 365.89]  __schedule+0x468/0x1310\n\
+                   [ 365.89]  ? percpu_rwsem_wait+0x10a/0x130\n\
+                   [ 365.89]  _cpu_down+0x2a/0x80\n\
+                   [ 365.89]  </TASK>\n\
+                   [ 365.90] ok line\n";
+        let p = scan_kernel_log(log);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].starts_with("[ 365.89] INFO: task sh:812 blocked"));
+        assert!(p[0].contains("\n    percpu_rwsem_wait+0x10a/0x130\n    _cpu_down+0x2a/0x80"));
+        assert!(!p[0].contains("ok line"));
     }
 
     #[test]

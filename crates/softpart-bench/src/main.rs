@@ -147,6 +147,18 @@ pub fn plan_timeout(plan: &Plan) -> Duration {
     Duration::from_secs_f64(secs * 3.0)
 }
 
+/// How long the guest may stay silent: between two result lines the
+/// agent starts a scheduler (the verifier takes seconds under TCG), runs
+/// one load and its probes, and stops the scheduler (at most 30 s).
+pub fn plan_silence_limit(plan: &Plan) -> Duration {
+    let longest = plan
+        .scenarios
+        .iter()
+        .map(|ps| ps.scenario.warmup_s + ps.scenario.duration_s)
+        .fold(0.0, f64::max);
+    Duration::from_secs_f64(3.0 * (longest + 60.0) + 300.0)
+}
+
 pub struct GuestRun {
     pub info: Option<GuestInfo>,
     pub runs: Vec<RunResult>,
@@ -199,6 +211,7 @@ fn boot_once(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
         extra_bins,
         workdir: std::fs::canonicalize(workdir)?,
         timeout: plan_timeout(plan),
+        silence_limit: plan_silence_limit(plan),
     };
     let out = guest.run(plan)?;
     let mut info = None;
