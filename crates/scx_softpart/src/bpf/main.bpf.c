@@ -28,6 +28,11 @@
  *   busy CPU pulling remote work would only import visitors).
  * - slice end of the last runnable task (SCX_OPS_ENQ_LAST): a task away
  *   from home goes back when its home has room, else keeps its CPU.
+ * - CPU hotplug is handled in place (cpu_online/cpu_offline): no task
+ *   queues on a partition with no CPU online, and every CPU serves the
+ *   queues such a partition was left with before its own. Only a CPU
+ *   that was in no partition at attach (offline then) makes us exit and
+ *   ask the control plane to attach again, with it.
  *
  * Everything that needs history (softness, group balancing) lives in the
  * Rust control plane; this file reads what it was given.
@@ -40,6 +45,9 @@
 
 #ifndef PF_EXITING
 #define PF_EXITING 0x00000004 /* include/linux/sched.h */
+#endif
+#ifndef PF_KTHREAD
+#define PF_KTHREAD 0x00200000
 #endif
 
 char _license[] SEC("license") = "GPL";
@@ -68,6 +76,8 @@ const volatile u32 cpu_llc[SP_MAX_CPUS];
 const volatile u32 cpu_node[SP_MAX_CPUS];
 /* part_order[p * SP_MAX_PARTS + i]: i-th nearest partition to p (i=0: p). */
 const volatile u32 part_order[SP_MAX_PARTS * SP_MAX_PARTS];
+/* 1 for the CPUs in a partition (the CPUs online at attach). */
+const volatile u32 cpu_known[SP_MAX_CPUS];
 
 /* Written by the control plane at run time. */
 u64 homes_gen = 1;			/* bumped on every change of homes */
@@ -83,6 +93,15 @@ u64 cpu_busy_ns[SP_MAX_CPUS];
 u32 scan_cursor[SP_MAX_CPUS];
 /* 1 while the CPU runs a homed task away from its home. */
 u32 cpu_visitor[SP_MAX_CPUS];
+/* CPU hotplug, kept by cpu_online()/cpu_offline() (serialised by the
+ * kernel's hotplug lock). */
+u32 cpu_up[SP_MAX_CPUS];
+u32 part_nr_up[SP_MAX_PARTS];
+u32 nr_parts_down;			/* partitions with no CPU online */
+u64 hotplug_events;			/* the control plane polls this */
+/* The CPU last taken offline and when: see nudge_dying_cpu(). */
+static s32 dying_cpu = -1;
+static u64 dying_since;
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
@@ -279,6 +298,38 @@ static __always_inline const struct cpumask *part_cpus(u32 part)
 	if (!pctx || !pctx->cpus)
 		return NULL;
 	return cast_mask(pctx->cpus);
+}
+
+static __always_inline bool part_is_up(u32 part)
+{
+	if (part >= SP_MAX_PARTS)
+		return false;
+	barrier_var(part);
+	return part_nr_up[part] > 0;
+}
+
+/*
+ * Where a task queues: @part, or while that partition has no CPU online,
+ * the nearest one that has (from @cpu's partition, where the task is).
+ * Nothing may queue where no CPU would look first.
+ */
+static u32 queue_part(u32 part, s32 cpu)
+{
+	u32 from, i;
+
+	if (!nr_parts_down || part_is_up(part))
+		return part;
+	from = part_of_cpu(cpu);
+	bpf_for(i, 0, nr_parts) {
+		u32 idx = from * SP_MAX_PARTS + i, p;
+
+		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
+			break;
+		p = part_order[idx];
+		if (part_is_up(p))
+			return p;
+	}
+	return part;
 }
 
 static __always_inline struct task_ctx *lookup_tctx(struct task_struct *p)
@@ -627,6 +678,19 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	const struct cpumask *home = NULL;
 	u32 part = part_of_cpu(task_cpu);
 
+	/*
+	 * A per-CPU kthread goes to its CPU's local DSQ: only that CPU could
+	 * take it from a partition queue, and a CPU going offline stops
+	 * dispatching while its kthreads (ksoftirqd/N, cpuhp/N) must still run
+	 * there to park; queued on the partition they stalled the hotplug.
+	 */
+	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | task_cpu, slice_ns, enq_flags);
+		scx_bpf_kick_cpu(task_cpu, SCX_KICK_IDLE);
+		stat_inc(SP_STAT_PERCPU_KTHREAD);
+		return;
+	}
+
 	if (tctx) {
 		refresh_home(p, tctx);
 		if (homed(tctx)) {
@@ -675,6 +739,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	part = queue_part(part, task_cpu);
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns,
 				 task_vtime(p), enq_flags);
 	stat_inc(SP_STAT_ENQUEUE);
@@ -749,11 +814,38 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 	return owed;
 }
 
+/*
+ * Tasks left queued on a partition whose CPUs all went offline: every CPU
+ * takes them before its own, or they would wait for one to idle. Nothing
+ * new queues there (queue_part()), so this drains.
+ */
+static bool take_orphans(u32 own)
+{
+	u32 i;
+
+	bpf_for(i, 1, nr_parts) {
+		u32 idx = own * SP_MAX_PARTS + i, part;
+
+		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
+			break;
+		part = part_order[idx];
+		if (!part_is_up(part) &&
+		    scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
+			stat_inc(SP_STAT_DISPATCH_STEAL);
+			return true;
+		}
+	}
+	return false;
+}
+
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	u32 i;
 
+	/* Orphans first: they waited since before their CPUs went. */
+	if (nr_parts_down && take_orphans(own))
+		return;
 	if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
 		stat_inc(SP_STAT_DISPATCH_OWN);
 		return;
@@ -903,10 +995,35 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
  * A task whose slice dispatch() refills never stops: account its running
  * time at every tick too, so per-CPU utilisation sees it.
  */
+/*
+ * A CPU being taken offline still runs its hotplug thread (cpuhp/N), which
+ * the kernel queues on that CPU's local DSQ without asking us. Under QEMU
+ * TCG we saw the CPU stay idle with cpuhp/N queued there until the
+ * watchdog fired (the reschedule lost): every tick elsewhere kicks it
+ * while it has work queued, for a few seconds after its cpu_offline().
+ */
+static void nudge_dying_cpu(void)
+{
+	s32 cpu = dying_cpu;
+
+	if (cpu < 0)
+		return;
+	if (bpf_ktime_get_ns() - dying_since > 5ULL * 1000 * 1000 * 1000) {
+		dying_cpu = -1;
+		return;
+	}
+	if (cpu != bpf_get_smp_processor_id() &&
+	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0) {
+		scx_bpf_kick_cpu(cpu, 0);
+		stat_inc(SP_STAT_HOTPLUG_KICK);
+	}
+}
+
 void BPF_STRUCT_OPS(softpart_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
+	nudge_dying_cpu();
 	if (tctx)
 		account_run(p, tctx, scx_bpf_task_cpu(p));
 }
@@ -1035,8 +1152,52 @@ int set_home(struct sp_home_args *args)
 	return 0;
 }
 
+/* @cpu's partition gains (@up) or loses a CPU online. */
+static void count_cpu(s32 cpu, bool up)
+{
+	u32 c = cpu, part;
+
+	if (c >= SP_MAX_CPUS)
+		return;
+	barrier_var(c);
+	if (cpu_up[c] == up)
+		return;
+	cpu_up[c] = up;
+	part = cpu_part[c];
+	if (part >= SP_MAX_PARTS)
+		return;
+	barrier_var(part);
+	if (up) {
+		if (part_nr_up[part]++ == 0 && nr_parts_down)
+			nr_parts_down--;
+	} else if (part_nr_up[part] > 0) {
+		if (--part_nr_up[part] == 0)
+			nr_parts_down++;
+	}
+}
+
+void BPF_STRUCT_OPS(softpart_cpu_online, s32 cpu)
+{
+	if (!cpu_attr(cpu_known, cpu)) {
+		scx_bpf_exit(SCX_ECODE_ACT_RESTART | SCX_ECODE_RSN_HOTPLUG,
+			     "cpu %d came online and is in no partition", cpu);
+		return;
+	}
+	count_cpu(cpu, true);
+	__sync_fetch_and_add(&hotplug_events, 1);
+}
+
+void BPF_STRUCT_OPS(softpart_cpu_offline, s32 cpu)
+{
+	dying_since = bpf_ktime_get_ns();
+	dying_cpu = cpu;
+	count_cpu(cpu, false);
+	__sync_fetch_and_add(&hotplug_events, 1);
+}
+
 s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 {
+	const struct cpumask *online;
 	u32 part, cpu;
 	s32 ret;
 
@@ -1065,6 +1226,15 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 		if (mask)
 			bpf_cpumask_release(mask);
 	}
+
+	/* Every partition starts down; its CPUs online now bring it up. */
+	nr_parts_down = nr_parts;
+	online = scx_bpf_get_online_cpumask();
+	bpf_for(cpu, 0, nr_cpus) {
+		if (cpu_attr(cpu_known, cpu) && bpf_cpumask_test_cpu(cpu, online))
+			count_cpu(cpu, true);
+	}
+	scx_bpf_put_cpumask(online);
 	return 0;
 }
 
@@ -1084,6 +1254,8 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .enable		= (void *)softpart_enable,
 	       .set_cpumask	= (void *)softpart_set_cpumask,
 	       .cgroup_move	= (void *)softpart_cgroup_move,
+	       .cpu_online	= (void *)softpart_cpu_online,
+	       .cpu_offline	= (void *)softpart_cpu_offline,
 	       .init_task	= (void *)softpart_init_task,
 	       .exit_task	= (void *)softpart_exit_task,
 	       .init		= (void *)softpart_init,
