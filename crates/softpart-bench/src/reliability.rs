@@ -123,8 +123,9 @@ pub fn overload_balancer_and_homes_active(r: &Results) -> Result<String> {
             v.held.cgroup_homes
         );
     }
+    let moves: u64 = v.groups.iter().map(|g| g.moves).sum();
     Ok(format!(
-        "{placed} balanced groups placed, {} cgroup homes",
+        "{placed} balanced groups placed, {} cgroup homes; {moves} moves",
         v.held.cgroup_homes
     ))
 }
