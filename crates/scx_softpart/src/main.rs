@@ -283,6 +283,7 @@ const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
     "pick_kernel",
     "hotplug_kick",
     "percpu_kthread",
+    "dispatch_unserved",
 ];
 
 impl<'a> Scheduler<'a> {

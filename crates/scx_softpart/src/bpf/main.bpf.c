@@ -25,7 +25,9 @@
  *   idle while work it may run waits.
  * - dispatch: a CPU serves its own partition; only when it would
  *   otherwise go idle does it take work from the others, nearest first (a
- *   busy CPU pulling remote work would only import visitors).
+ *   busy CPU pulling remote work would only import visitors), or when a
+ *   partition's queue has gone unserved for 100 ms with its first task
+ *   waiting as long (its CPUs all busy with a higher class, or gone).
  * - slice end of the last runnable task (SCX_OPS_ENQ_LAST): a task away
  *   from home goes back when its home has room, else keeps its CPU.
  * - CPU hotplug is handled in place (cpu_online/cpu_offline): no task
@@ -98,7 +100,10 @@ u32 cpu_visitor[SP_MAX_CPUS];
 u32 cpu_up[SP_MAX_CPUS];
 u32 part_nr_up[SP_MAX_PARTS];
 u32 nr_parts_down;			/* partitions with no CPU online */
+u32 nr_cpus_down;			/* partitions' CPUs offline */
 u64 hotplug_events;			/* the control plane polls this */
+/* When a CPU of each partition last looked at its queue (dispatch). */
+static u64 part_served_at[SP_MAX_PARTS];
 /* The CPU last taken offline and when: see nudge_dying_cpu(). */
 static s32 dying_cpu = -1;
 static u64 dying_since;
@@ -159,6 +164,7 @@ struct task_ctx {
 	/* scratch: partition ∩ allowed, near ∩ allowed */
 	struct bpf_cpumask __kptr *scratch;
 	u64 gen;		/* homes_gen the home was resolved at */
+	u64 hotplug_gen;	/* hotplug_events it was resolved at */
 	u64 started_ns;		/* last charged to utilisation */
 	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
 	s32 last_cpu;		/* where it last ran; -1 before its first run */
@@ -376,11 +382,13 @@ static u32 cgroup_home(struct task_struct *p)
 static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 {
 	u32 tid = p->pid, home, *th;
+	struct bpf_cpumask *mine;
 	struct home_ctx *h;
 
-	if (tctx->gen == homes_gen)
+	if (tctx->gen == homes_gen && tctx->hotplug_gen == hotplug_events)
 		return;
 	tctx->gen = homes_gen;
+	tctx->hotplug_gen = hotplug_events;
 	tctx->home_id = SP_NO_HOME;
 	stat_inc(SP_STAT_HOME_RESOLVE);
 
@@ -389,11 +397,28 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 	if (home >= SP_MAX_HOMES)
 		return;
 	h = bpf_map_lookup_elem(&homes, &home);
-	if (!h || !h->cpus || !tctx->home)
+	mine = tctx->home;
+	if (!h || !h->cpus || !mine)
 		return;
 	/* A home wholly outside the allowed set is ignored. */
-	if (bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))
-		tctx->home_id = home;
+	if (!bpf_cpumask_and(mine, cast_mask(h->cpus), p->cpus_ptr))
+		return;
+	/*
+	 * Without its offline CPUs (the kernel's idle mask may still hold
+	 * them), and ignored if that leaves none. The control plane writes
+	 * the homes again after a hotplug too, but not at once.
+	 */
+	if (nr_cpus_down) {
+		u32 cpu;
+
+		bpf_for(cpu, 0, nr_cpus) {
+			if (cpu_attr(cpu_known, cpu) && !cpu_attr(cpu_up, cpu))
+				bpf_cpumask_clear_cpu(cpu, mine);
+		}
+		if (bpf_cpumask_empty(cast_mask(mine)))
+			return;
+	}
+	tctx->home_id = home;
 }
 
 static __always_inline bool homed(struct task_ctx *tctx)
@@ -838,13 +863,76 @@ static bool take_orphans(u32 own)
 	return false;
 }
 
+/*
+ * A partition's queue that none of its CPUs has looked at for
+ * SP_UNSERVED_NS while it holds tasks: its CPUs are all busy with work of
+ * a higher class (or gone). Seen when a partition was down to one CPU
+ * during hotplug and that CPU ran the kernel's teardown: its tasks waited
+ * 2.3-2.7 s while every other CPU, busy with its own queue, never looked.
+ * Any CPU then takes from it, nearest partitions first.
+ */
+#define SP_UNSERVED_NS (100ULL * 1000 * 1000)
+
+/*
+ * The first task queued on @dsq has waited SP_UNSERVED_NS (an idle
+ * partition's CPUs do not dispatch either: a task just queued there waits
+ * for the CPU kicked for it, not for us).
+ */
+static bool head_waited(u64 dsq, u64 now)
+{
+	struct task_struct *head;
+	struct task_ctx *tctx;
+	bool waited = false;
+
+	if (!scx_bpf_dsq_nr_queued(dsq))
+		return false;
+	bpf_for_each(scx_dsq, head, dsq, 0) {
+		tctx = lookup_tctx(head);
+		waited = tctx && tctx->runnable_at &&
+			 now - tctx->runnable_at >= SP_UNSERVED_NS;
+		break;
+	}
+	return waited;
+}
+
+static bool take_unserved(u32 own, u64 now)
+{
+	u32 i;
+
+	bpf_for(i, 1, nr_parts) {
+		u32 idx = own * SP_MAX_PARTS + i, part;
+
+		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
+			break;
+		part = part_order[idx];
+		if (part >= SP_MAX_PARTS)
+			break;
+		barrier_var(part);
+		if (now - part_served_at[part] < SP_UNSERVED_NS ||
+		    !head_waited(SP_PART_DSQ_BASE + part, now))
+			continue;
+		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
+			stat_inc(SP_STAT_DISPATCH_UNSERVED);
+			return true;
+		}
+	}
+	return false;
+}
+
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
+	u64 now = bpf_ktime_get_ns();
 	u32 i;
 
+	if (own < SP_MAX_PARTS) {
+		barrier_var(own);
+		part_served_at[own] = now;
+	}
 	/* Orphans first: they waited since before their CPUs went. */
 	if (nr_parts_down && take_orphans(own))
+		return;
+	if (take_unserved(own, now))
 		return;
 	if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
 		stat_inc(SP_STAT_DISPATCH_OWN);
@@ -1170,9 +1258,12 @@ static void count_cpu(s32 cpu, bool up)
 	if (up) {
 		if (part_nr_up[part]++ == 0 && nr_parts_down)
 			nr_parts_down--;
+		if (nr_cpus_down)
+			nr_cpus_down--;
 	} else if (part_nr_up[part] > 0) {
 		if (--part_nr_up[part] == 0)
 			nr_parts_down++;
+		nr_cpus_down++;
 	}
 }
 
@@ -1231,8 +1322,12 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 	nr_parts_down = nr_parts;
 	online = scx_bpf_get_online_cpumask();
 	bpf_for(cpu, 0, nr_cpus) {
-		if (cpu_attr(cpu_known, cpu) && bpf_cpumask_test_cpu(cpu, online))
+		if (!cpu_attr(cpu_known, cpu))
+			continue;
+		if (bpf_cpumask_test_cpu(cpu, online))
 			count_cpu(cpu, true);
+		else
+			nr_cpus_down++;
 	}
 	scx_bpf_put_cpumask(online);
 	return 0;
