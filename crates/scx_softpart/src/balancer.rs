@@ -314,36 +314,4 @@ mod tests {
         // Its per-partition figures stay CPU time (exclusivity).
         assert!((b.groups[&10].part_load[0] - 4.0).abs() < 1e-6);
     }
-
-    #[test]
-    fn a_partition_with_no_cpu_online_is_left() {
-        let mut b = Balancer::new(2, 0.1);
-        let t0 = Instant::now();
-        let s = Duration::from_secs(1);
-        b.groups.insert(10, Balanced::new("/a".into(), s, 2));
-        let read = |ran: u64| {
-            BTreeMap::from([(
-                10,
-                Reading {
-                    total_ns: ran,
-                    wait_ns: 0,
-                    part_ns: vec![ran, 0],
-                },
-            )])
-        };
-        b.period(t0, &read(0), &[0, 0], &[4, 0]);
-        // Partition 1 (4 CPUs, all offline) is idle; the group still goes
-        // to the loaded partition 0, the only one with CPUs.
-        let d = b.period(t0 + s, &read(2_000_000_000), &[2_000_000_000, 0], &[4, 0]);
-        assert_eq!(d.placed, vec![(10, 0)], "{d:?}");
-        // Settled in partition 1 before its CPUs went: it moves out.
-        b.settle(10, 1, t0 + s, false);
-        let d = b.period(
-            t0 + 2 * s,
-            &read(4_000_000_000),
-            &[4_000_000_000, 0],
-            &[4, 0],
-        );
-        assert_eq!(d.moved, Some((10, 1, 0)), "{d:?}");
-    }
 }

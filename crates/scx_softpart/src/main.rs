@@ -164,8 +164,6 @@ struct Session {
     task_homes: Vec<(u32, Home)>,
     cgroup_homes: Vec<(u64, Home)>,
     restarts: u32,
-    /// Hotplug events handled in place by earlier attachments.
-    hotplug_events: u64,
 }
 
 impl Session {
@@ -214,7 +212,6 @@ impl Session {
             task_homes: vec![],
             cgroup_homes: vec![],
             restarts: 0,
-            hotplug_events: 0,
         })
     }
 }
@@ -245,12 +242,6 @@ struct Scheduler<'a> {
     restarts: u32,
     explicit_parts: Option<Vec<BTreeSet<usize>>>,
     attached: Arc<AtomicBool>,
-    /// The partitions' CPUs online now, and the fast path's count of
-    /// hotplug events they were read at.
-    online: BTreeSet<usize>,
-    hotplug_seen: u64,
-    /// Hotplug events of earlier attachments.
-    hotplug_before: u64,
 }
 
 /// How often utilisation and the softness flags are refreshed.
@@ -281,9 +272,6 @@ const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
     "evict",
     "visitor_yield",
     "pick_kernel",
-    "hotplug_kick",
-    "percpu_kthread",
-    "dispatch_unserved",
 ];
 
 impl<'a> Scheduler<'a> {
@@ -325,7 +313,6 @@ impl<'a> Scheduler<'a> {
             task_homes,
             cgroup_homes,
             restarts,
-            hotplug_events: hotplug_before,
         } = session;
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
         if nr_cpu_ids > bpf_intf::softpart_consts_SP_MAX_CPUS as usize {
@@ -371,13 +358,6 @@ impl<'a> Scheduler<'a> {
         {
             rodata.cpu_part[cpu] = part;
         }
-        // CPUs in no partition (offline now) make the fast path ask for a
-        // restart when they come online; the others come and go in place.
-        for &cpu in parts.iter().flatten() {
-            if cpu < rodata.cpu_known.len() {
-                rodata.cpu_known[cpu] = 1;
-            }
-        }
         for (cpu, &sib) in machine.sibling.iter().enumerate() {
             if cpu < rodata.cpu_sibling.len() {
                 rodata.cpu_sibling[cpu] = sib as u32;
@@ -415,7 +395,6 @@ impl<'a> Scheduler<'a> {
         );
         let nr = machine.sibling.len();
         let parts_len = parts.len();
-        let online = parts.iter().flatten().copied().collect();
         let mut sched = Self {
             skel,
             link: Some(link),
@@ -439,12 +418,7 @@ impl<'a> Scheduler<'a> {
             restarts,
             explicit_parts,
             attached,
-            online,
-            hotplug_seen: 0,
-            hotplug_before,
         };
-        // A CPU may have gone between the topology read and the attach.
-        sched.follow_hotplug();
         sched.restore(task_homes, cgroup_homes);
         sched.attached.store(true, Ordering::Relaxed);
         if !sched.rules.is_empty() || !sched.balance_rules.is_empty() {
@@ -461,7 +435,6 @@ impl<'a> Scheduler<'a> {
     fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         let (stats_tx, stats_rx) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            self.follow_hotplug();
             if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
                 self.refresh_softness();
             }
@@ -499,60 +472,6 @@ impl<'a> Scheduler<'a> {
         uei_report!(&self.skel, uei)
     }
 
-    /// After CPUs went offline or came back (the fast path counts the
-    /// events): every home is given again as its CPUs online, so that the
-    /// fast path never looks for room on a CPU that is gone, and the
-    /// balancer counts the capacity that is there.
-    fn follow_hotplug(&mut self) {
-        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
-            return;
-        };
-        let events = bss.hotplug_events;
-        if events == self.hotplug_seen {
-            return;
-        }
-        self.hotplug_seen = events;
-        let online: BTreeSet<usize> = self
-            .parts
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|&c| bss.cpu_up.get(c).is_some_and(|&u| u != 0))
-            .collect();
-        if online == self.online {
-            return;
-        }
-        self.online = online;
-        let down: Vec<String> = self
-            .parts
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.is_disjoint(&self.online))
-            .map(|(i, _)| format!("PART-{i}"))
-            .collect();
-        info!(
-            "hotplug: CPUs {} online at uptime {:.2} s{}",
-            cpulist::format(&self.online),
-            uptime_s(),
-            if down.is_empty() {
-                String::new()
-            } else {
-                format!("; {} with none", down.join(", "))
-            }
-        );
-        let homes: Vec<(u32, BTreeSet<usize>)> = self
-            .homes
-            .iter()
-            .map(|(id, h)| (id, h.cpus.clone()))
-            .collect();
-        for (id, cpus) in homes {
-            if let Err(e) = self.load_home(id, &cpus) {
-                warn!("hotplug: home {id}: {e:#}");
-            }
-        }
-        self.bump_gen();
-    }
-
     /// Per-CPU utilisation from the fast path's busy counters, and for
     /// every home the softness flag the fast path reads at wakeups.
     fn refresh_softness(&mut self) {
@@ -567,12 +486,12 @@ impl<'a> Scheduler<'a> {
             self.last_busy[cpu] = busy;
             self.util[cpu] = smooth_util(self.util[cpu], delta, period, 0.5);
         }
-        let all = mean_util(&self.util, self.online.iter());
+        let all = mean_util(&self.util, self.machine.cpus.iter());
         for (id, home) in self.homes.iter() {
-            let flag = home.softness.unwrap_or(self.softness).allowed_first(
-                mean_util(&self.util, home.cpus.intersection(&self.online)),
-                all,
-            );
+            let flag = home
+                .softness
+                .unwrap_or(self.softness)
+                .allowed_first(mean_util(&self.util, home.cpus.iter()), all);
             if let Some(slot) = bss.allowed_first.get_mut(id as usize) {
                 *slot = flag as u32;
             }
@@ -619,16 +538,9 @@ impl<'a> Scheduler<'a> {
                 .update(&id.to_ne_bytes(), &zero, MapFlags::ANY);
         }
         if assigned.redefine {
-            self.load_home(id, cpus)?;
-        }
-        Ok(id)
-    }
-
-    /// Gives the fast path home `id` as its CPUs online now: a home with
-    /// none of them is ignored until they return (follow_hotplug).
-    fn load_home(&mut self, id: u32, cpus: &BTreeSet<usize>) -> Result<()> {
-        {
-            let online: BTreeSet<usize> = cpus.intersection(&self.online).copied().collect();
+            // The fast path sees the CPUs online now: after a hotplug, a
+            // home with none of them is ignored until they return.
+            let online: BTreeSet<usize> = cpus.intersection(&self.machine.cpus).copied().collect();
             let mut args = bpf_intf::sp_home_args {
                 id,
                 pad: 0,
@@ -654,7 +566,7 @@ impl<'a> Scheduler<'a> {
                 );
             }
         }
-        Ok(())
+        Ok(id)
     }
 
     /// After a failed change, a group's home as it was (or no group).
@@ -842,13 +754,7 @@ impl<'a> Scheduler<'a> {
             .iter()
             .map(|cpus| cpus.iter().filter_map(|&c| bss.cpu_busy_ns.get(c)).sum())
             .collect();
-        // A partition with no CPU online has no capacity: nothing settles
-        // there, and its groups move out one per period.
-        let capacity: Vec<usize> = self
-            .parts
-            .iter()
-            .map(|p| p.intersection(&self.online).count())
-            .collect();
+        let capacity: Vec<usize> = self.parts.iter().map(BTreeSet::len).collect();
         let now = std::time::Instant::now();
         let actions = self.balancer.period(now, &readings, &busy, &capacity);
         let moves = actions
@@ -971,7 +877,6 @@ impl<'a> Scheduler<'a> {
             task_homes,
             cgroup_homes,
             restarts: self.restarts + 1,
-            hotplug_events: self.hotplug_before + self.hotplug_seen,
         }
     }
 
@@ -982,8 +887,6 @@ impl<'a> Scheduler<'a> {
             home_ids: self.homes.iter().count(),
             balanced: self.balancer.groups.len(),
             restarts: self.restarts,
-            hotplug_events: self.hotplug_before + self.hotplug_seen,
-            cpus_online: cpulist::format(&self.online),
         }
     }
 
@@ -1374,7 +1277,7 @@ fn main() -> Result<()> {
         }
         session = sched.into_session();
         warn!(
-            "restart asked for (CPU hotplug: see EXIT above) at uptime {:.2} s: attaching again",
+            "the kernel asked for a restart (CPU hotplug) at uptime {:.2} s: attaching again",
             uptime_s()
         );
     }

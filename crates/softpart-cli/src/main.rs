@@ -213,13 +213,6 @@ fn stat_table(v: &StatView) -> String {
         "held: {} thread homes, {} cgroup homes, {} home ids, {} balanced cgroups; {} restarts",
         h.task_homes, h.cgroup_homes, h.home_ids, h.balanced, h.restarts
     );
-    if !h.cpus_online.is_empty() {
-        let _ = writeln!(
-            out,
-            "CPUs online: {}; {} hotplug events handled in place",
-            h.cpus_online, h.hotplug_events
-        );
-    }
     out
 }
 

@@ -74,17 +74,9 @@ pub struct Held {
     pub home_ids: usize,
     /// Cgroups the balancer manages.
     pub balanced: usize,
-    /// Times the BPF scheduler was attached again after it or the kernel
-    /// asked for a restart (a CPU that was in no partition came online,
-    /// or a hotplug raced the attachment).
+    /// Times the BPF scheduler was attached again after the kernel asked
+    /// for a restart (CPU hotplug).
     pub restarts: u32,
-    /// CPUs going online or offline that the scheduler handled in place
-    /// since it was started.
-    #[serde(default)]
-    pub hotplug_events: u64,
-    /// The partitions' CPUs online now.
-    #[serde(default)]
-    pub cpus_online: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

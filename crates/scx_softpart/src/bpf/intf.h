@@ -63,9 +63,6 @@ enum sp_stat {
 	SP_STAT_EVICT,		/* a visitor preempted so an owner runs at home */
 	SP_STAT_VISITOR_YIELD,	/* a visitor's CPU took its home's next turn */
 	SP_STAT_PICK_KERNEL,	/* wakeup away from home: scx_bpf_select_cpu_and() */
-	SP_STAT_HOTPLUG_KICK,	/* a CPU going offline kicked to run its queued work */
-	SP_STAT_PERCPU_KTHREAD,	/* a per-CPU kthread queued on its CPU's local DSQ */
-	SP_STAT_DISPATCH_UNSERVED, /* a CPU took work from a partition none of whose CPUs looked for 100 ms */
 	SP_NR_STATS,
 };
 

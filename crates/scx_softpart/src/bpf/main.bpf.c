@@ -25,16 +25,9 @@
  *   idle while work it may run waits.
  * - dispatch: a CPU serves its own partition; only when it would
  *   otherwise go idle does it take work from the others, nearest first (a
- *   busy CPU pulling remote work would only import visitors), or when a
- *   partition's queue has gone unserved for 100 ms with its first task
- *   waiting as long (its CPUs all busy with a higher class, or gone).
+ *   busy CPU pulling remote work would only import visitors).
  * - slice end of the last runnable task (SCX_OPS_ENQ_LAST): a task away
  *   from home goes back when its home has room, else keeps its CPU.
- * - CPU hotplug is handled in place (cpu_online/cpu_offline): no task
- *   queues on a partition with no CPU online, and every CPU serves the
- *   queues such a partition was left with before its own. Only a CPU
- *   that was in no partition at attach (offline then) makes us exit and
- *   ask the control plane to attach again, with it.
  *
  * Everything that needs history (softness, group balancing) lives in the
  * Rust control plane; this file reads what it was given.
@@ -47,9 +40,6 @@
 
 #ifndef PF_EXITING
 #define PF_EXITING 0x00000004 /* include/linux/sched.h */
-#endif
-#ifndef PF_KTHREAD
-#define PF_KTHREAD 0x00200000
 #endif
 
 char _license[] SEC("license") = "GPL";
@@ -78,8 +68,6 @@ const volatile u32 cpu_llc[SP_MAX_CPUS];
 const volatile u32 cpu_node[SP_MAX_CPUS];
 /* part_order[p * SP_MAX_PARTS + i]: i-th nearest partition to p (i=0: p). */
 const volatile u32 part_order[SP_MAX_PARTS * SP_MAX_PARTS];
-/* 1 for the CPUs in a partition (the CPUs online at attach). */
-const volatile u32 cpu_known[SP_MAX_CPUS];
 
 /* Written by the control plane at run time. */
 u64 homes_gen = 1;			/* bumped on every change of homes */
@@ -95,18 +83,6 @@ u64 cpu_busy_ns[SP_MAX_CPUS];
 u32 scan_cursor[SP_MAX_CPUS];
 /* 1 while the CPU runs a homed task away from its home. */
 u32 cpu_visitor[SP_MAX_CPUS];
-/* CPU hotplug, kept by cpu_online()/cpu_offline() (serialised by the
- * kernel's hotplug lock). */
-u32 cpu_up[SP_MAX_CPUS];
-u32 part_nr_up[SP_MAX_PARTS];
-u32 nr_parts_down;			/* partitions with no CPU online */
-u32 nr_cpus_down;			/* partitions' CPUs offline */
-u64 hotplug_events;			/* the control plane polls this */
-/* When a CPU of each partition last looked at its queue (dispatch). */
-static u64 part_served_at[SP_MAX_PARTS];
-/* The CPU last taken offline and when: see nudge_dying_cpu(). */
-static s32 dying_cpu = -1;
-static u64 dying_since;
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
@@ -164,7 +140,6 @@ struct task_ctx {
 	/* scratch: partition ∩ allowed, near ∩ allowed */
 	struct bpf_cpumask __kptr *scratch;
 	u64 gen;		/* homes_gen the home was resolved at */
-	u64 hotplug_gen;	/* hotplug_events it was resolved at */
 	u64 started_ns;		/* last charged to utilisation */
 	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
 	s32 last_cpu;		/* where it last ran; -1 before its first run */
@@ -306,38 +281,6 @@ static __always_inline const struct cpumask *part_cpus(u32 part)
 	return cast_mask(pctx->cpus);
 }
 
-static __always_inline bool part_is_up(u32 part)
-{
-	if (part >= SP_MAX_PARTS)
-		return false;
-	barrier_var(part);
-	return part_nr_up[part] > 0;
-}
-
-/*
- * Where a task queues: @part, or while that partition has no CPU online,
- * the nearest one that has (from @cpu's partition, where the task is).
- * Nothing may queue where no CPU would look first.
- */
-static u32 queue_part(u32 part, s32 cpu)
-{
-	u32 from, i;
-
-	if (!nr_parts_down || part_is_up(part))
-		return part;
-	from = part_of_cpu(cpu);
-	bpf_for(i, 0, nr_parts) {
-		u32 idx = from * SP_MAX_PARTS + i, p;
-
-		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
-			break;
-		p = part_order[idx];
-		if (part_is_up(p))
-			return p;
-	}
-	return part;
-}
-
 static __always_inline struct task_ctx *lookup_tctx(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
@@ -382,13 +325,11 @@ static u32 cgroup_home(struct task_struct *p)
 static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 {
 	u32 tid = p->pid, home, *th;
-	struct bpf_cpumask *mine;
 	struct home_ctx *h;
 
-	if (tctx->gen == homes_gen && tctx->hotplug_gen == hotplug_events)
+	if (tctx->gen == homes_gen)
 		return;
 	tctx->gen = homes_gen;
-	tctx->hotplug_gen = hotplug_events;
 	tctx->home_id = SP_NO_HOME;
 	stat_inc(SP_STAT_HOME_RESOLVE);
 
@@ -397,28 +338,11 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 	if (home >= SP_MAX_HOMES)
 		return;
 	h = bpf_map_lookup_elem(&homes, &home);
-	mine = tctx->home;
-	if (!h || !h->cpus || !mine)
+	if (!h || !h->cpus || !tctx->home)
 		return;
 	/* A home wholly outside the allowed set is ignored. */
-	if (!bpf_cpumask_and(mine, cast_mask(h->cpus), p->cpus_ptr))
-		return;
-	/*
-	 * Without its offline CPUs (the kernel's idle mask may still hold
-	 * them), and ignored if that leaves none. The control plane writes
-	 * the homes again after a hotplug too, but not at once.
-	 */
-	if (nr_cpus_down) {
-		u32 cpu;
-
-		bpf_for(cpu, 0, nr_cpus) {
-			if (cpu_attr(cpu_known, cpu) && !cpu_attr(cpu_up, cpu))
-				bpf_cpumask_clear_cpu(cpu, mine);
-		}
-		if (bpf_cpumask_empty(cast_mask(mine)))
-			return;
-	}
-	tctx->home_id = home;
+	if (bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))
+		tctx->home_id = home;
 }
 
 static __always_inline bool homed(struct task_ctx *tctx)
@@ -703,19 +627,6 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	const struct cpumask *home = NULL;
 	u32 part = part_of_cpu(task_cpu);
 
-	/*
-	 * A per-CPU kthread goes to its CPU's local DSQ: only that CPU could
-	 * take it from a partition queue, and a CPU going offline stops
-	 * dispatching while its kthreads (ksoftirqd/N, cpuhp/N) must still run
-	 * there to park; queued on the partition they stalled the hotplug.
-	 */
-	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | task_cpu, slice_ns, enq_flags);
-		scx_bpf_kick_cpu(task_cpu, SCX_KICK_IDLE);
-		stat_inc(SP_STAT_PERCPU_KTHREAD);
-		return;
-	}
-
 	if (tctx) {
 		refresh_home(p, tctx);
 		if (homed(tctx)) {
@@ -764,7 +675,6 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	part = queue_part(part, task_cpu);
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns,
 				 task_vtime(p), enq_flags);
 	stat_inc(SP_STAT_ENQUEUE);
@@ -839,101 +749,11 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 	return owed;
 }
 
-/*
- * Tasks left queued on a partition whose CPUs all went offline: every CPU
- * takes them before its own, or they would wait for one to idle. Nothing
- * new queues there (queue_part()), so this drains.
- */
-static bool take_orphans(u32 own)
-{
-	u32 i;
-
-	bpf_for(i, 1, nr_parts) {
-		u32 idx = own * SP_MAX_PARTS + i, part;
-
-		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
-			break;
-		part = part_order[idx];
-		if (!part_is_up(part) &&
-		    scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
-			stat_inc(SP_STAT_DISPATCH_STEAL);
-			return true;
-		}
-	}
-	return false;
-}
-
-/*
- * A partition's queue that none of its CPUs has looked at for
- * SP_UNSERVED_NS while it holds tasks: its CPUs are all busy with work of
- * a higher class (or gone). Seen when a partition was down to one CPU
- * during hotplug and that CPU ran the kernel's teardown: its tasks waited
- * 2.3-2.7 s while every other CPU, busy with its own queue, never looked.
- * Any CPU then takes from it, nearest partitions first.
- */
-#define SP_UNSERVED_NS (100ULL * 1000 * 1000)
-
-/*
- * The first task queued on @dsq has waited SP_UNSERVED_NS (an idle
- * partition's CPUs do not dispatch either: a task just queued there waits
- * for the CPU kicked for it, not for us).
- */
-static bool head_waited(u64 dsq, u64 now)
-{
-	struct task_struct *head;
-	struct task_ctx *tctx;
-	bool waited = false;
-
-	if (!scx_bpf_dsq_nr_queued(dsq))
-		return false;
-	bpf_for_each(scx_dsq, head, dsq, 0) {
-		tctx = lookup_tctx(head);
-		waited = tctx && tctx->runnable_at &&
-			 now - tctx->runnable_at >= SP_UNSERVED_NS;
-		break;
-	}
-	return waited;
-}
-
-static bool take_unserved(u32 own, u64 now)
-{
-	u32 i;
-
-	bpf_for(i, 1, nr_parts) {
-		u32 idx = own * SP_MAX_PARTS + i, part;
-
-		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
-			break;
-		part = part_order[idx];
-		if (part >= SP_MAX_PARTS)
-			break;
-		barrier_var(part);
-		if (now - part_served_at[part] < SP_UNSERVED_NS ||
-		    !head_waited(SP_PART_DSQ_BASE + part, now))
-			continue;
-		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
-			stat_inc(SP_STAT_DISPATCH_UNSERVED);
-			return true;
-		}
-	}
-	return false;
-}
-
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
-	u64 now = bpf_ktime_get_ns();
 	u32 i;
 
-	if (own < SP_MAX_PARTS) {
-		barrier_var(own);
-		part_served_at[own] = now;
-	}
-	/* Orphans first: they waited since before their CPUs went. */
-	if (nr_parts_down && take_orphans(own))
-		return;
-	if (take_unserved(own, now))
-		return;
 	if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
 		stat_inc(SP_STAT_DISPATCH_OWN);
 		return;
@@ -1083,35 +903,10 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
  * A task whose slice dispatch() refills never stops: account its running
  * time at every tick too, so per-CPU utilisation sees it.
  */
-/*
- * A CPU being taken offline still runs its hotplug thread (cpuhp/N), which
- * the kernel queues on that CPU's local DSQ without asking us. Under QEMU
- * TCG we saw the CPU stay idle with cpuhp/N queued there until the
- * watchdog fired (the reschedule lost): every tick elsewhere kicks it
- * while it has work queued, for a few seconds after its cpu_offline().
- */
-static void nudge_dying_cpu(void)
-{
-	s32 cpu = dying_cpu;
-
-	if (cpu < 0)
-		return;
-	if (bpf_ktime_get_ns() - dying_since > 5ULL * 1000 * 1000 * 1000) {
-		dying_cpu = -1;
-		return;
-	}
-	if (cpu != bpf_get_smp_processor_id() &&
-	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0) {
-		scx_bpf_kick_cpu(cpu, 0);
-		stat_inc(SP_STAT_HOTPLUG_KICK);
-	}
-}
-
 void BPF_STRUCT_OPS(softpart_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
-	nudge_dying_cpu();
 	if (tctx)
 		account_run(p, tctx, scx_bpf_task_cpu(p));
 }
@@ -1240,55 +1035,8 @@ int set_home(struct sp_home_args *args)
 	return 0;
 }
 
-/* @cpu's partition gains (@up) or loses a CPU online. */
-static void count_cpu(s32 cpu, bool up)
-{
-	u32 c = cpu, part;
-
-	if (c >= SP_MAX_CPUS)
-		return;
-	barrier_var(c);
-	if (cpu_up[c] == up)
-		return;
-	cpu_up[c] = up;
-	part = cpu_part[c];
-	if (part >= SP_MAX_PARTS)
-		return;
-	barrier_var(part);
-	if (up) {
-		if (part_nr_up[part]++ == 0 && nr_parts_down)
-			nr_parts_down--;
-		if (nr_cpus_down)
-			nr_cpus_down--;
-	} else if (part_nr_up[part] > 0) {
-		if (--part_nr_up[part] == 0)
-			nr_parts_down++;
-		nr_cpus_down++;
-	}
-}
-
-void BPF_STRUCT_OPS(softpart_cpu_online, s32 cpu)
-{
-	if (!cpu_attr(cpu_known, cpu)) {
-		scx_bpf_exit(SCX_ECODE_ACT_RESTART | SCX_ECODE_RSN_HOTPLUG,
-			     "cpu %d came online and is in no partition", cpu);
-		return;
-	}
-	count_cpu(cpu, true);
-	__sync_fetch_and_add(&hotplug_events, 1);
-}
-
-void BPF_STRUCT_OPS(softpart_cpu_offline, s32 cpu)
-{
-	dying_since = bpf_ktime_get_ns();
-	dying_cpu = cpu;
-	count_cpu(cpu, false);
-	__sync_fetch_and_add(&hotplug_events, 1);
-}
-
 s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 {
-	const struct cpumask *online;
 	u32 part, cpu;
 	s32 ret;
 
@@ -1317,19 +1065,6 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 		if (mask)
 			bpf_cpumask_release(mask);
 	}
-
-	/* Every partition starts down; its CPUs online now bring it up. */
-	nr_parts_down = nr_parts;
-	online = scx_bpf_get_online_cpumask();
-	bpf_for(cpu, 0, nr_cpus) {
-		if (!cpu_attr(cpu_known, cpu))
-			continue;
-		if (bpf_cpumask_test_cpu(cpu, online))
-			count_cpu(cpu, true);
-		else
-			nr_cpus_down++;
-	}
-	scx_bpf_put_cpumask(online);
 	return 0;
 }
 
@@ -1349,8 +1084,6 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .enable		= (void *)softpart_enable,
 	       .set_cpumask	= (void *)softpart_set_cpumask,
 	       .cgroup_move	= (void *)softpart_cgroup_move,
-	       .cpu_online	= (void *)softpart_cpu_online,
-	       .cpu_offline	= (void *)softpart_cpu_offline,
 	       .init_task	= (void *)softpart_init_task,
 	       .exit_task	= (void *)softpart_exit_task,
 	       .init		= (void *)softpart_init,
