@@ -123,7 +123,13 @@ pub fn overload_balancer_and_homes_active(r: &Results) -> Result<String> {
             v.held.cgroup_homes
         );
     }
+    // Over capacity no move helps for long: one group going back and
+    // forth every period made 6-25 moves in 60 s; since the over-capacity
+    // hysteresis, 0-5.
     let moves: u64 = v.groups.iter().map(|g| g.moves).sum();
+    if moves > 12 {
+        bail!("the balancer moved groups {moves} times in 60 s of steady overload: it flaps");
+    }
     Ok(format!(
         "{placed} balanced groups placed, {} cgroup homes; {moves} moves",
         v.held.cgroup_homes

@@ -229,7 +229,7 @@ pub fn step(parts: &[Part], groups: &[Group], hysteresis: f64) -> Decision {
     // Over capacity a group's load is mostly the waiting its placement
     // causes, and it follows the group: a gain of a fixed 10% of capacity
     // is within that swing, and the group went back and forth every
-    // period in the overload test (6 moves in 60 s). There, ask for 10% of
+    // period in the overload test (6-25 moves in 60 s). There, ask for 10% of
     // the load itself.
     let cur = imbalance(parts, groups, &now);
     if cur - imbalance(parts, groups, &want) <= hysteresis * cur.max(1.0) {
