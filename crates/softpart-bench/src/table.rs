@@ -23,6 +23,13 @@ pub struct RunFigures {
     pub granted_cpuacct: f64,
     pub run_delay_p50_us: Option<f64>,
     pub run_delay_p99_us: Option<f64>,
+    /// p99 of the waits that ended by taking a running task's turn
+    /// (queueing: what the scheduler's ordering and slices decide).
+    pub run_delay_queued_p99_us: Option<f64>,
+    /// Share of the waits that ended on a CPU leaving idle, and their p99:
+    /// under TCG mostly the host getting round to a halted vCPU's thread.
+    pub idle_end_share: Option<f64>,
+    pub run_delay_idle_end_p99_us: Option<f64>,
     /// Cross-node migrations of the groups' tasks, per second.
     pub xnode_migrations_per_s: f64,
     /// CPU-seconds per second that some CPU sat idle while a task waited.
@@ -43,6 +50,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let (mut home_ns, mut homed_ns, mut total_ns, mut acct_ns, mut xnode) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut merged = vec![0u64; hist::NR_BUCKETS];
+    let mut idle_end = vec![0u64; hist::NR_BUCKETS];
     for g in &sc.groups {
         let Some(r) = run.groups.get(&g.name) else {
             continue;
@@ -54,6 +62,11 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         for (i, n) in c.delay_hist.iter().enumerate() {
             if i < merged.len() {
                 merged[i] += n;
+            }
+        }
+        for (i, n) in c.idle_end_hist.iter().enumerate() {
+            if i < idle_end.len() {
+                idle_end[i] += n;
             }
         }
         if let Some(home) = sc.home_cpus(g, topo)? {
@@ -88,12 +101,21 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
             }
         }
     }
+    let queued: Vec<u64> = merged
+        .iter()
+        .zip(&idle_end)
+        .map(|(all, idle)| all.saturating_sub(*idle))
+        .collect();
+    let (nr_all, nr_idle_end) = (merged.iter().sum::<u64>(), idle_end.iter().sum::<u64>());
     Ok(RunFigures {
         locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
         granted: total_ns as f64 / 1e9 / wall,
         granted_cpuacct: acct_ns as f64 / 1e9 / run.cpuacct_wall_s(),
         run_delay_p50_us: hist::quantile(&merged, 0.5).map(|v| v as f64 / 1e3),
         run_delay_p99_us: hist::quantile(&merged, 0.99).map(|v| v as f64 / 1e3),
+        run_delay_queued_p99_us: hist::quantile(&queued, 0.99).map(|v| v as f64 / 1e3),
+        idle_end_share: (nr_all > 0).then(|| nr_idle_end as f64 / nr_all as f64),
+        run_delay_idle_end_p99_us: hist::quantile(&idle_end, 0.99).map(|v| v as f64 / 1e3),
         xnode_migrations_per_s: xnode as f64 / wall,
         idle_while_waiting: run.cpus.iter().map(|c| c.idle_waiting_ns).sum::<u64>() as f64
             / 1e9
@@ -203,6 +225,21 @@ pub const METRICS: &[Metric] = &[
     (
         "run delay p99 (us)",
         |f| f.run_delay_p99_us,
+        |x| format!("{x:.0}"),
+    ),
+    (
+        "run delay p99 of the waits that took a running task's turn (us)",
+        |f| f.run_delay_queued_p99_us,
+        |x| format!("{x:.0}"),
+    ),
+    (
+        "% of waits that ended on a CPU leaving idle",
+        |f| f.idle_end_share.map(|x| 100.0 * x),
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "run delay p99 of the waits that ended on a CPU leaving idle (us)",
+        |f| f.run_delay_idle_end_p99_us,
         |x| format!("{x:.0}"),
     ),
     (
@@ -473,6 +510,30 @@ command = "y"
         assert_eq!(f.idle_while_waiting, 2.0, "8 CPUs x 0.5 s over 2 s");
         let p99 = f.run_delay_p99_us.unwrap();
         assert!((10.0..=11.5).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn waits_that_ended_on_an_idle_cpu_are_split_out() {
+        let sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        let mut r = run("softpart", [s, 0, 0, 0, 0, 0, 0, 0], 0);
+        let a = &mut r.groups.get_mut("a").unwrap().counters;
+        // 90 waits of 10 us behind running tasks, 10 of 5 ms for an idle
+        // CPU to wake.
+        a.delay_hist = vec![0; hist::NR_BUCKETS];
+        a.delay_hist[hist::bucket(10_000)] = 90;
+        a.delay_hist[hist::bucket(5_000_000)] = 10;
+        a.idle_end_hist = vec![0; hist::NR_BUCKETS];
+        a.idle_end_hist[hist::bucket(5_000_000)] = 10;
+        let f = figures(&r, &sc, &topo).unwrap();
+        let all = f.run_delay_p99_us.unwrap();
+        let queued = f.run_delay_queued_p99_us.unwrap();
+        let idle = f.run_delay_idle_end_p99_us.unwrap();
+        assert!((4_500.0..=5_800.0).contains(&all), "{all}");
+        assert!((10.0..=11.5).contains(&queued), "{queued}");
+        assert!((4_500.0..=5_800.0).contains(&idle), "{idle}");
+        assert_eq!(f.idle_end_share, Some(0.1));
     }
 
     #[test]

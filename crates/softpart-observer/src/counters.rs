@@ -18,6 +18,11 @@ pub struct GroupCounters {
     /// a maximum cannot be subtracted).
     #[serde(default)]
     pub max_delay_ns: u64,
+    /// The part of `delay_hist` whose waits ended on a CPU leaving idle:
+    /// a CPU sat idle (waking up, or left idle) while the task waited.
+    /// The rest ended by taking a running task's turn: queueing.
+    #[serde(default)]
+    pub idle_end_hist: Vec<u64>,
     /// Runs begun on a CPU outside the thread's allowed set, and their CPU
     /// time: a scheduler must keep both at zero.
     #[serde(default)]
@@ -65,6 +70,7 @@ impl GroupCounters {
             delay_ns: self.delay_ns.saturating_sub(earlier.delay_ns),
             nr_delays: self.nr_delays.saturating_sub(earlier.nr_delays),
             max_delay_ns: self.max_delay_ns,
+            idle_end_hist: sub_vec(&self.idle_end_hist, &earlier.idle_end_hist),
             nr_outside: self.nr_outside.saturating_sub(earlier.nr_outside),
             outside_ns: self.outside_ns.saturating_sub(earlier.outside_ns),
         }

@@ -128,6 +128,7 @@ impl Observer {
             delay_ns: g.delay_ns,
             nr_delays: g.nr_delays,
             max_delay_ns: g.max_delay_ns,
+            idle_end_hist: g.idle_end_hist.to_vec(),
             nr_outside: g.nr_outside,
             outside_ns: g.outside_ns,
         }))

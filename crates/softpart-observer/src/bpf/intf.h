@@ -37,6 +37,12 @@ struct obs_group {
 	u64 nr_delays;
 	u64 max_delay_ns;	/* longest single wait since the group appeared */
 	/*
+	 * The waits above that ended on a CPU leaving idle (the CPU was idle
+	 * while the task waited: waking it, or a scheduler leaving it idle),
+	 * as opposed to taking a running task's turn.
+	 */
+	u64 idle_end_hist[OBS_NR_BUCKETS];
+	/*
 	 * Runs that began on a CPU outside the thread's allowed set (migration
 	 * not disabled): a scheduler must never do that.
 	 */

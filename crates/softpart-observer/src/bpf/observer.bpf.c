@@ -94,7 +94,7 @@ static __always_inline void wait_end(u64 now)
 		__sync_fetch_and_add(&wait_total_ns, now - wait_since_ns);
 }
 
-static __always_inline void record_delay(u64 cgid, u64 delay)
+static __always_inline void record_delay(u64 cgid, u64 delay, bool from_idle)
 {
 	struct obs_group *g = group_of(cgid);
 	u32 idx = sp_hist_bucket(delay);
@@ -102,6 +102,8 @@ static __always_inline void record_delay(u64 cgid, u64 delay)
 	if (!g || idx >= OBS_NR_BUCKETS)
 		return;
 	__sync_fetch_and_add(&g->delay_hist[idx], 1);
+	if (from_idle)
+		__sync_fetch_and_add(&g->idle_end_hist[idx], 1);
 	__sync_fetch_and_add(&g->delay_ns, delay);
 	__sync_fetch_and_add(&g->nr_delays, 1);
 	/* Racy max: a lost update only loses a near-equal value. */
@@ -187,7 +189,7 @@ int BPF_PROG(obs_switch, bool preempt, struct task_struct *prev,
 			if (t->waiting) {
 				t->waiting = 0;
 				if (now > t->wait_start_ns)
-					record_delay(cgid, now - t->wait_start_ns);
+					record_delay(cgid, now - t->wait_start_ns, !prev->pid);
 				wait_end(now);
 			}
 			t->running = 1;
