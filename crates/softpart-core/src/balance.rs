@@ -124,14 +124,14 @@ impl Search<'_> {
     }
 }
 
-/// The best assignment (index = group, value = partition).
-pub fn target(parts: &[Part], groups: &[Group]) -> Vec<usize> {
-    if parts.is_empty() {
-        return vec![];
-    }
-    if groups.len() > EXACT_MAX_GROUPS {
-        return greedy(parts, groups);
-    }
+/// Branch and bound over every assignment, largest group first, from
+/// `best` (a known answer to beat, or None) under `cap`'s objective.
+fn exact_search(
+    parts: &[Part],
+    groups: &[Group],
+    best: Option<(f64, usize, Vec<usize>)>,
+    cap: Option<f64>,
+) -> Option<Vec<usize>> {
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by(|&a, &b| groups[b].load.total_cmp(&groups[a].load));
     let load: Vec<f64> = parts.iter().map(|p| p.background).collect();
@@ -140,8 +140,6 @@ pub fn target(parts: &[Part], groups: &[Group]) -> Vec<usize> {
         .zip(parts)
         .map(|(l, p)| l / p.capacity.max(1e-9))
         .fold(0.0, f64::max);
-    // Seed the bound with the greedy answer so that pruning starts early.
-    let seed = greedy(parts, groups);
     let mut is_home = vec![false; parts.len()];
     for h in groups.iter().filter_map(|g| g.home) {
         if h < parts.len() {
@@ -155,15 +153,29 @@ pub fn target(parts: &[Part], groups: &[Group]) -> Vec<usize> {
         load,
         is_home,
         assign: vec![0; groups.len()],
-        best: Some((
-            imbalance(parts, groups, &seed) + EPS,
-            moves(groups, &seed) + 1,
-            seed,
-        )),
-        cap: None,
+        best,
+        cap,
     };
     s.go(0, start, 0);
-    s.best.map(|b| b.2).unwrap_or_default()
+    s.best.map(|b| b.2)
+}
+
+/// The best assignment (index = group, value = partition).
+pub fn target(parts: &[Part], groups: &[Group]) -> Vec<usize> {
+    if parts.is_empty() {
+        return vec![];
+    }
+    if groups.len() > EXACT_MAX_GROUPS {
+        return greedy(parts, groups);
+    }
+    // Seed the bound with the greedy answer so that pruning starts early.
+    let seed = greedy(parts, groups);
+    let best = (
+        imbalance(parts, groups, &seed) + EPS,
+        moves(groups, &seed) + 1,
+        seed,
+    );
+    exact_search(parts, groups, Some(best), None).unwrap_or_default()
 }
 
 /// The assignment that moves fewest placed groups while keeping the
@@ -173,32 +185,7 @@ fn fewest_moves_within(parts: &[Part], groups: &[Group], cap: f64) -> Option<Vec
     if parts.is_empty() || groups.len() > EXACT_MAX_GROUPS {
         return None;
     }
-    let mut order: Vec<usize> = (0..groups.len()).collect();
-    order.sort_by(|&a, &b| groups[b].load.total_cmp(&groups[a].load));
-    let load: Vec<f64> = parts.iter().map(|p| p.background).collect();
-    let start = load
-        .iter()
-        .zip(parts)
-        .map(|(l, p)| l / p.capacity.max(1e-9))
-        .fold(0.0, f64::max);
-    let mut is_home = vec![false; parts.len()];
-    for h in groups.iter().filter_map(|g| g.home) {
-        if h < parts.len() {
-            is_home[h] = true;
-        }
-    }
-    let mut s = Search {
-        parts,
-        groups,
-        order,
-        load,
-        is_home,
-        assign: vec![0; groups.len()],
-        best: None,
-        cap: Some(cap),
-    };
-    s.go(0, start, 0);
-    s.best.map(|b| b.2)
+    exact_search(parts, groups, None, Some(cap))
 }
 
 /// Largest group first onto the partition it leaves least loaded
