@@ -289,8 +289,13 @@ pub fn step(parts: &[Part], groups: &[Group], hysteresis: f64) -> Decision {
     // is within that swing, and the group went back and forth every
     // period in the overload test (6-25 moves in 60 s). There, ask for 10% of
     // the load itself.
+    // The margin is against the optimum, not the plan: settled, the
+    // imbalance stays within the hysteresis of the optimum. Every plan
+    // that passes it is better than now (it is within half the margin of
+    // the optimum), and the moves it has left only shrink, so groups
+    // cannot cycle.
     let cur = imbalance(parts, groups, &now);
-    if cur - imbalance(parts, groups, &plan) <= hysteresis * cur.max(1.0) {
+    if cur - best <= hysteresis * cur.max(1.0) {
         return d;
     }
     let after = |g: usize| {
