@@ -166,6 +166,26 @@ struct Session {
     restarts: u32,
 }
 
+/// Reads the CPU topology. A CPU going offline while it is read removes
+/// the sysfs files being read (seen in the hotplug test: cpu7's core_id
+/// vanished mid-read), so a failure is retried for up to five seconds
+/// before it is reported.
+fn read_topology() -> Result<Topology> {
+    const TRIES: u32 = 50;
+    let mut attempt = 1;
+    loop {
+        match Topology::new() {
+            Ok(topo) => return Ok(topo),
+            Err(e) if attempt < TRIES => {
+                info!("reading the CPU topology (try {attempt}): {e:#}; retrying");
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => return Err(e).context("reading the CPU topology"),
+        }
+    }
+}
+
 impl Session {
     fn start(opts: &Opts) -> Result<Session> {
         if !Path::new("/sys/kernel/sched_ext").exists() {
@@ -176,7 +196,7 @@ impl Session {
                     .trim()
             );
         }
-        let topo = Topology::new().context("reading the CPU topology")?;
+        let topo = read_topology()?;
         let machine = Machine::from_topology(&topo);
         let cfg = match &opts.config {
             Some(path) => config::load(path, |spec| machine.resolve(spec))?,
@@ -287,7 +307,7 @@ impl<'a> Scheduler<'a> {
         let hotplug_seq = std::fs::read_to_string("/sys/kernel/sched_ext/hotplug_seq")
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok());
-        let topo = Topology::new().context("reading the CPU topology")?;
+        let topo = read_topology()?;
         let machine = Machine::from_topology(&topo);
         let parts = match &session.explicit_parts {
             // Offline CPUs leave their partitions; a partition with none
