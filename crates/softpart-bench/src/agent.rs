@@ -333,21 +333,32 @@ fn stalled_threads(
 pub const CLI_BIN: &str = "/softpart/bin/softpart";
 
 /// Gives a group's cgroup its home through the CLI, as an operator would.
+/// Gives a cgroup its home through the CLI, as an operator would. A CPU
+/// coming back at the end of a hotplug test can restart the scheduler just
+/// as the next scenario starts; the CLI then refuses with "attaching again"
+/// and asks to be retried, which this does for up to ten seconds.
 fn give_home(cg: &Path, home: &std::collections::BTreeSet<usize>) -> Result<()> {
-    let out = Command::new(CLI_BIN)
-        .args(["prefer", "--cgroup"])
-        .arg(cg)
-        .args(["--cpus", &cpulist::format(home)])
-        .output()
-        .context("running softpart prefer")?;
-    if !out.status.success() {
-        bail!(
-            "softpart prefer --cgroup {} failed: {}",
-            cg.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    const TRIES: u32 = 20;
+    for attempt in 1..=TRIES {
+        let out = Command::new(CLI_BIN)
+            .args(["prefer", "--cgroup"])
+            .arg(cg)
+            .args(["--cpus", &cpulist::format(home)])
+            .output()
+            .context("running softpart prefer")?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stderr.contains("attaching again") || attempt == TRIES {
+            bail!(
+                "softpart prefer --cgroup {} failed (try {attempt}): {stderr}",
+                cg.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
     }
-    Ok(())
+    unreachable!("the last try returns or bails")
 }
 
 fn run_probe(cmd: &str) -> (String, i32, String) {
