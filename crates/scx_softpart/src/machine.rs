@@ -130,6 +130,18 @@ impl Machine {
             .collect()
     }
 
+    /// The nodes to track idle CPUs in, one mask each (the kernel's
+    /// per-node idle tracking), or None where one machine-wide mask is as
+    /// good or the only safe choice: a single node, or a CPU of no known
+    /// node (the kernel's per-node lookups take the CPU's node).
+    pub fn idle_nodes(&self) -> Option<Vec<usize>> {
+        let with_cpus: Vec<usize> = (0..self.nodes.len())
+            .filter(|&n| !self.nodes[n].is_empty())
+            .collect();
+        let all_placed = self.cpus.iter().all(|&c| self.node_of(c).is_some());
+        (with_cpus.len() > 1 && all_placed).then_some(with_cpus)
+    }
+
     /// For each partition, all partitions ordered nearest first (itself
     /// first), by the NUMA distance between their first CPUs' nodes; ties
     /// keep partition order.
@@ -169,6 +181,24 @@ pub mod tests {
             core: vec![0, 0, 2, 2, 4, 4, 6, 6],
             threads_per_core: 2,
         }
+    }
+
+    #[test]
+    fn idle_masks_per_node_only_with_several_nodes_covering_every_cpu() {
+        let mut m = machine_2n2c2t();
+        assert_eq!(m.idle_nodes(), Some(vec![0, 1]));
+        // Node 1 offline (hotplug) leaves one node with CPUs.
+        m.nodes[1].clear();
+        m.cpus = (0..4).collect();
+        assert_eq!(m.idle_nodes(), None);
+        // Sparse node ids: only the nodes with CPUs are looked at.
+        let mut m = machine_2n2c2t();
+        m.nodes.insert(1, BTreeSet::new());
+        assert_eq!(m.idle_nodes(), Some(vec![0, 2]));
+        // A CPU the topology put in no node.
+        let mut m = machine_2n2c2t();
+        m.cpus.insert(8);
+        assert_eq!(m.idle_nodes(), None);
     }
 
     #[test]

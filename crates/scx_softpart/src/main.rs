@@ -93,6 +93,13 @@ struct Opts {
     #[arg(long)]
     no_kernel_pick: bool,
 
+    /// Track idle CPUs in one machine-wide mask even where the kernel
+    /// offers one mask per NUMA node (SCX_OPS_BUILTIN_IDLE_PER_NODE, 6.15
+    /// and later), which is used by default on machines with several
+    /// nodes: wakeups on one node then do not contend with another's.
+    #[arg(long)]
+    no_idle_per_node: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
@@ -360,6 +367,13 @@ impl<'a> Scheduler<'a> {
         // Slice ends of a CPU's last runnable task reach enqueue(), where a
         // task away from home can go back.
         skel.struct_ops.softpart_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_LAST;
+        let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
+        let idle_nodes = machine
+            .idle_nodes()
+            .filter(|_| per_node_flag != 0 && !opts.no_idle_per_node);
+        if idle_nodes.is_some() {
+            skel.struct_ops.softpart_ops_mut().flags |= per_node_flag;
+        }
 
         let rodata = skel.maps.rodata_data.as_mut().context("no rodata")?;
         rodata.nr_cpus = nr_cpu_ids as u32;
@@ -372,6 +386,19 @@ impl<'a> Scheduler<'a> {
         // --no-idle-core (SIS_CORE off) our own search must run instead.
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.threads_per_core = machine.threads_per_core as u32;
+        if let Some(nodes) = &idle_nodes {
+            let max = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
+            if nodes.len() > max || nodes.iter().any(|&n| n >= max) {
+                bail!(
+                    "this machine has NUMA node ids up to {nodes:?}; scx_softpart supports {max}"
+                );
+            }
+            rodata.idle_per_node = true;
+            rodata.nr_idle_nodes = nodes.len() as u32;
+            for (i, &n) in nodes.iter().enumerate() {
+                rodata.idle_nodes[i] = n as u32;
+            }
+        }
         for (cpu, part) in softpart_core::partition::cpu_to_part(&parts, nr_cpu_ids)
             .into_iter()
             .enumerate()
@@ -403,13 +430,18 @@ impl<'a> Scheduler<'a> {
             .as_ref()
             .is_some_and(|b| b.kernel_pick_used);
         info!(
-            "attached at uptime {:.2} s; softness {}; away from home: {}; control socket {}",
+            "attached at uptime {:.2} s; softness {}; away from home: {}; idle masks: {}; control socket {}",
             uptime_s(),
             opts.softness,
             if kernel_pick {
                 "the kernel's scx_bpf_select_cpu_and()"
             } else {
                 "our own idle search"
+            },
+            if idle_nodes.is_some() {
+                "per node"
+            } else {
+                "machine-wide"
             },
             opts.control_socket.display()
         );

@@ -150,6 +150,10 @@ const TESTS: &[(&str, Check)] = &[
         spills_through_own_search,
     ),
     (
+        "idle_masks_per_node_where_the_kernel_has_them",
+        idle_masks_per_node,
+    ),
+    (
         "swapped_instances_swap_back_home",
         swapped_instances_swap_back,
     ),
@@ -727,6 +731,50 @@ fn spills_through_kernel_pick(r: &Results) -> Result<String> {
         ));
     }
     Ok(seen.join("; "))
+}
+
+/// How the run's scheduler tracked idle CPUs, from its "attached" line.
+fn idle_masks<'a>(r: &'a Results, scenario: &str, policy: &str) -> Result<&'a str> {
+    let exit = r
+        .exits
+        .iter()
+        .find(|e| e.scenario == scenario && e.policy == policy)
+        .with_context(|| format!("no {policy} exit in {scenario}"))?;
+    ["per node", "machine-wide"]
+        .into_iter()
+        .find(|m| exit.stderr_tail.contains(&format!("idle masks: {m};")))
+        .with_context(|| {
+            format!(
+                "{scenario} {policy}: no \"idle masks\" in its log: {}",
+                exit.stderr_tail
+            )
+        })
+}
+
+/// The guest kernels (6.17, 7.3) have per-node idle masks and the guest
+/// two nodes: the scheduler must load with them (the kernel would stop it
+/// at the first machine-wide idle lookup it missed) and place wakeups
+/// with them on both paths; --no-idle-per-node must still work.
+fn idle_masks_per_node(r: &Results) -> Result<String> {
+    for (scenario, policy) in [
+        ("spill-paths", "softpart"),
+        ("spill-paths", "softpart:--no-kernel-pick"),
+        ("spill-paths-newest", "softpart"),
+    ] {
+        let masks = idle_masks(r, scenario, policy)?;
+        if masks != "per node" {
+            bail!("{scenario} {policy}: idle masks {masks}, not per node");
+        }
+    }
+    let policy = "softpart:--no-kernel-pick --no-idle-per-node";
+    let masks = idle_masks(r, "spill-paths", policy)?;
+    if masks != "machine-wide" {
+        bail!("--no-idle-per-node: idle masks {masks}");
+    }
+    let (away, _, share) = spill_run(r, "spill-paths", policy)?;
+    Ok(format!(
+        "per node by default (both kernels, both spill paths); --no-idle-per-node: machine-wide, {away} wakeups away from home, granted {share:.2} x eevdf"
+    ))
 }
 
 fn spills_through_own_search(r: &Results) -> Result<String> {

@@ -19,6 +19,7 @@ enum softpart_consts {
 	SP_MAX_CPUS = 512,
 	SP_CPU_WORDS = SP_MAX_CPUS / 64,
 	SP_MAX_PARTS = 64,
+	SP_MAX_NODES = 64,
 	/* Home ids are 0..SP_MAX_HOMES-1; SP_NO_HOME means "none". */
 	SP_MAX_HOMES = 256,
 	SP_NO_HOME = SP_MAX_HOMES,

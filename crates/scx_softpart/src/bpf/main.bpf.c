@@ -58,6 +58,19 @@ const volatile u32 scan_cores = 0;
 const volatile bool kernel_pick = true;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
+/*
+ * The kernel's per-node idle masks (SCX_OPS_BUILTIN_IDLE_PER_NODE, 6.15 and
+ * later), set by the control plane where the kernel has them and the
+ * machine has several nodes: each node's idle mask sits in its own cache
+ * lines, so wakeups on one node do not contend with another's, and a pick
+ * starts in the given node and goes on by distance. The kernel then
+ * refuses the machine-wide idle kfuncs, so every lookup below goes through
+ * pick_idle() and any_idle().
+ */
+const volatile bool idle_per_node;
+/* The nodes that have CPUs (any_idle() looks only at those). */
+const volatile u32 nr_idle_nodes;
+const volatile u32 idle_nodes[SP_MAX_NODES];
 const volatile u32 threads_per_core = 1;
 const volatile u32 cpu_part[SP_MAX_CPUS];
 /* One SMT sibling of each CPU (itself if none). */
@@ -226,6 +239,40 @@ static __always_inline u32 cpu_attr(const volatile u32 *attr, s32 cpu)
 		return 0;
 	barrier_var(c);
 	return attr[c];
+}
+
+/* An idle CPU of @cpus, claimed, searching @near_cpu's node first; or -1. */
+static __always_inline s32 pick_idle(const struct cpumask *cpus, s32 near_cpu, u64 flags)
+{
+	if (idle_per_node)
+		return __COMPAT_scx_bpf_pick_idle_cpu_node(cpus, cpu_attr(cpu_node, near_cpu),
+							   flags);
+	return scx_bpf_pick_idle_cpu(cpus, flags);
+}
+
+/* Is a CPU of @cpus idle? Claims nothing. */
+static bool any_idle(const struct cpumask *cpus)
+{
+	const struct cpumask *idle;
+	bool found = false;
+	u32 i;
+
+	if (!idle_per_node) {
+		idle = scx_bpf_get_idle_cpumask();
+		found = bpf_cpumask_intersects(cpus, idle);
+		scx_bpf_put_idle_cpumask(idle);
+		return found;
+	}
+	bpf_for(i, 0, nr_idle_nodes) {
+		if (i >= SP_MAX_NODES)
+			break;
+		idle = __COMPAT_scx_bpf_get_idle_cpumask_node(idle_nodes[i]);
+		found = bpf_cpumask_intersects(cpus, idle);
+		scx_bpf_put_idle_cpumask(idle);
+		if (found)
+			break;
+	}
+	return found;
 }
 
 static __always_inline enum sp_dist migration_dist(s32 from, s32 to)
@@ -463,7 +510,7 @@ static __always_inline s32 pick_away(struct task_struct *p, s32 prev, u64 wake_f
 			return prev;
 		}
 		if (near) {
-			cpu = scx_bpf_pick_idle_cpu(near, 0);
+			cpu = pick_idle(near, prev, 0);
 			if (cpu >= 0) {
 				stat_inc(SP_STAT_PICK_NEAR);
 				return cpu;
@@ -471,13 +518,13 @@ static __always_inline s32 pick_away(struct task_struct *p, s32 prev, u64 wake_f
 		}
 	}
 	if (smt_enabled) {
-		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, SCX_PICK_IDLE_CORE);
+		cpu = pick_idle(p->cpus_ptr, prev, SCX_PICK_IDLE_CORE);
 		if (cpu >= 0) {
 			stat_inc(SP_STAT_PICK_CORE_ANY);
 			return cpu;
 		}
 	}
-	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	cpu = pick_idle(p->cpus_ptr, prev, 0);
 	if (cpu >= 0)
 		stat_inc(SP_STAT_PICK_CPU_ANY);
 	return cpu;
@@ -508,7 +555,7 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 			return prev;
 		}
 		if (smt_enabled) {
-			cpu = scx_bpf_pick_idle_cpu(home, SCX_PICK_IDLE_CORE);
+			cpu = pick_idle(home, prev, SCX_PICK_IDLE_CORE);
 			if (cpu >= 0) {
 				stat_inc(SP_STAT_PICK_CORE_HOME);
 				return cpu;
@@ -521,7 +568,7 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 				return cpu;
 			}
 		}
-		cpu = scan_cores ? scan_bounded(home) : scx_bpf_pick_idle_cpu(home, 0);
+		cpu = scan_cores ? scan_bounded(home) : pick_idle(home, prev, 0);
 		if (cpu >= 0) {
 			stat_inc(SP_STAT_PICK_CPU_HOME);
 			return cpu;
@@ -597,16 +644,10 @@ static __always_inline u64 task_vtime(struct task_struct *p)
 /* An idle CPU at home and nothing queued there; claims nothing. */
 static bool home_has_room(const struct cpumask *home)
 {
-	const struct cpumask *idle;
-	bool room;
-
 	if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE +
 				  part_of_cpu(bpf_cpumask_first(home))) > 0)
 		return false;
-	idle = scx_bpf_get_idle_cpumask();
-	room = bpf_cpumask_intersects(home, idle);
-	scx_bpf_put_idle_cpumask(idle);
-	return room;
+	return any_idle(home);
 }
 
 /*
@@ -641,7 +682,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 				if (home_has_room(home) &&
 				    (!(enq_flags & SCX_ENQ_LAST) ||
 				     tctx->room_seen >= SP_RETURN_AFTER))
-					cpu = scx_bpf_pick_idle_cpu(home, 0);
+					cpu = pick_idle(home, task_cpu, 0);
 				if (cpu >= 0) {
 					tctx->room_seen = 0;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
@@ -681,9 +722,9 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 
 	/* "If there is idle, we use it": wake an idle CPU that may run p. */
 	if (home)
-		cpu = scx_bpf_pick_idle_cpu(home, 0);
+		cpu = pick_idle(home, task_cpu, 0);
 	if (cpu < 0)
-		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		cpu = pick_idle(p->cpus_ptr, task_cpu, 0);
 	if (cpu >= 0) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(SP_STAT_KICK);
