@@ -853,14 +853,23 @@ impl<'a> Scheduler<'a> {
                 .balancer
                 .groups
                 .values()
-                .map(|g| GroupView {
-                    label: g.label.clone(),
-                    part: g.part,
-                    load: g.load,
-                    part_load: g.part_load.clone(),
-                    exclusivity: g.exclusivity(),
-                    moves: g.moves,
-                    last_move_s_ago: g.last_move.map(|t| now.duration_since(t).as_secs_f64()),
+                .map(|g| {
+                    let away = self
+                        .homes
+                        .find(&g.label)
+                        .zip(self.skel.maps.bss_data.as_ref())
+                        .map(|(id, bss)| &bss.group_stats[id as usize]);
+                    GroupView {
+                        label: g.label.clone(),
+                        part: g.part,
+                        load: g.load,
+                        part_load: g.part_load.clone(),
+                        exclusivity: g.exclusivity(),
+                        moves: g.moves,
+                        last_move_s_ago: g.last_move.map(|t| now.duration_since(t).as_secs_f64()),
+                        away_s: away.map_or(0.0, |gs| gs.run_away_ns as f64 / 1e9),
+                        away_with_room_s: away.map_or(0.0, |gs| gs.run_away_room_ns as f64 / 1e9),
+                    }
                 })
                 .collect(),
             held: self.held(),

@@ -101,6 +101,13 @@ pub struct GroupView {
     /// Moves after its first placement.
     pub moves: u64,
     pub last_move_s_ago: Option<f64>,
+    /// CPU-seconds its tasks ran away from their home since the home
+    /// was set, and of those the part charged while the home had an idle
+    /// CPU (placement lag; the rest is bursting out of a full home).
+    #[serde(default)]
+    pub away_s: f64,
+    #[serde(default)]
+    pub away_with_room_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

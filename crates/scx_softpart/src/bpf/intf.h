@@ -80,6 +80,8 @@ struct sp_home_args {
 struct sp_group_stats {
 	u64 run_home_ns;
 	u64 run_away_ns;
+	/* of run_away_ns, charged while the home had an idle CPU */
+	u64 run_away_room_ns;
 	u64 spills;	/* began running away from home after running at home */
 	u64 returns;	/* began running at home after running away */
 	u64 delay_ns;	/* runnable but not running, summed */

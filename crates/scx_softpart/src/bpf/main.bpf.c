@@ -918,7 +918,17 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, u32 cpu)
 		if (tctx->at_home == 1) {
 			__sync_fetch_and_add(&hs->run_home_ns, ran);
 		} else {
+			const struct cpumask *home = cast_mask(tctx->home);
+
 			__sync_fetch_and_add(&hs->run_away_ns, ran);
+			/*
+			 * Bursting out of a full home is the design; time away
+			 * while the home had room is placement lag. Sampled at
+			 * each charge (slice end, sleep, tick), to tell the two
+			 * apart in the balancer's exclusivity figures.
+			 */
+			if (home && any_idle(home))
+				__sync_fetch_and_add(&hs->run_away_room_ns, ran);
 			ps = part_stats_of(part_of_cpu(cpu));
 			if (ps)
 				__sync_fetch_and_add(&ps->foreign_ns, ran);
