@@ -299,6 +299,7 @@ const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
     "evict",
     "visitor_yield",
     "pick_kernel",
+    "enqueue_idle",
 ];
 
 impl<'a> Scheduler<'a> {

