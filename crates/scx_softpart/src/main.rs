@@ -369,9 +369,20 @@ impl<'a> Scheduler<'a> {
         // task away from home can go back.
         skel.struct_ops.softpart_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_LAST;
         let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
+        let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
         let idle_nodes = machine
             .idle_nodes()
-            .filter(|_| per_node_flag != 0 && !opts.no_idle_per_node);
+            .filter(|_| per_node_flag != 0 && !opts.no_idle_per_node)
+            .filter(|nodes| {
+                let fits = nodes.iter().all(|&n| n < max_nodes);
+                if !fits {
+                    warn!(
+                        "NUMA node ids {nodes:?} go past the {max_nodes} scx_softpart tracks: \
+                         one machine-wide idle mask instead of one per node"
+                    );
+                }
+                fits
+            });
         if idle_nodes.is_some() {
             skel.struct_ops.softpart_ops_mut().flags |= per_node_flag;
         }
@@ -388,12 +399,7 @@ impl<'a> Scheduler<'a> {
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
-            let max = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
-            if nodes.len() > max || nodes.iter().any(|&n| n >= max) {
-                bail!(
-                    "this machine has NUMA node ids up to {nodes:?}; scx_softpart supports {max}"
-                );
-            }
+            // Distinct ids below max_nodes: they fit idle_nodes[].
             rodata.idle_per_node = true;
             rodata.nr_idle_nodes = nodes.len() as u32;
             for (i, &n) in nodes.iter().enumerate() {
