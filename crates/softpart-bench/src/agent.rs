@@ -332,7 +332,6 @@ fn stalled_threads(
 
 pub const CLI_BIN: &str = "/softpart/bin/softpart";
 
-/// Gives a group's cgroup its home through the CLI, as an operator would.
 /// Gives a cgroup its home through the CLI, as an operator would. A CPU
 /// coming back at the end of a hotplug test can restart the scheduler just
 /// as the next scenario starts; the CLI then refuses with "attaching again"
