@@ -300,6 +300,7 @@ const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
     "visitor_yield",
     "pick_kernel",
     "enqueue_idle",
+    "dispatch_idle",
 ];
 
 impl<'a> Scheduler<'a> {

@@ -234,6 +234,16 @@ impl Metrics {
             ev("return_idle"),
             ev("dispatch_steal")
         )?;
+        // Every event that happened, for what the summary above folds.
+        let seen: Vec<String> = self
+            .events
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        if !seen.is_empty() {
+            writeln!(w, "  events: {}", seen.join(", "))?;
+        }
         for (label, g) in &self.groups {
             // Tasks with no home have no locality to speak of.
             let local = if g.home.is_empty() {
@@ -389,10 +399,13 @@ mod tests {
                 },
             ),
         );
+        s.events = vec![("kick", 3), ("evict", 0), ("dispatch_idle", 7)];
         let m = Metrics::between(&Snapshot::default(), &s);
         let mut out = Vec::new();
         m.format(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
+        // Events that happened are listed; those that did not, not.
+        assert!(text.contains("events: dispatch_idle 7, kick 3\n"), "{text}");
         assert!(text.contains("group /db"), "{text}");
         assert!(text.contains("local 100.0%"), "{text}");
         assert!(text.contains("part 0   cpus 0-3"), "{text}");

@@ -65,6 +65,7 @@ enum sp_stat {
 	SP_STAT_VISITOR_YIELD,	/* a visitor's CPU took its home's next turn */
 	SP_STAT_PICK_KERNEL,	/* wakeup away from home: scx_bpf_select_cpu_and() */
 	SP_STAT_ENQUEUE_IDLE,	/* queued with room at home: sent to its idle CPU */
+	SP_STAT_DISPATCH_IDLE,	/* a CPU found no work anywhere (goes idle) */
 	SP_NR_STATS,
 };
 

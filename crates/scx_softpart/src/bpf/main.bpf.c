@@ -851,6 +851,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 		}
 	}
+	stat_inc(SP_STAT_DISPATCH_IDLE);
 }
 
 void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
