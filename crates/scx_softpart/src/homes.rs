@@ -38,6 +38,21 @@ pub struct Assigned {
     pub new: bool,
 }
 
+/// Forgets cgroup `cgid` in `groups` (cgroup id -> its group's label) and
+/// returns the label whose id may now be freed: none while another cgroup
+/// still has it. A cgroup removed and made again at the same path (a
+/// service restarted, a benchmark's next run) gets the same label and so
+/// the same id; when the scan then finds the old cgroup gone, freeing the
+/// label would free the id the new cgroup uses, and the next group to get
+/// a home would take it over, new cgroup and all.
+pub fn forget_cgroup(
+    groups: &mut std::collections::BTreeMap<u64, String>,
+    cgid: u64,
+) -> Option<String> {
+    let label = groups.remove(&cgid)?;
+    (!groups.values().any(|l| *l == label)).then_some(label)
+}
+
 impl HomeTable {
     /// The id of `home.label`'s group, updated to `home`. A new group takes
     /// a free id; when there is none, ids that `referenced()` does not list
@@ -174,6 +189,27 @@ mod tests {
         t.release("/db1");
         assert_eq!(t.get(0), None);
         assert_eq!(t.assign(home("/db3", 0..2), none).unwrap().id, 0);
+    }
+
+    #[test]
+    fn a_cgroup_made_again_keeps_its_id_when_the_old_one_goes() {
+        let mut groups = std::collections::BTreeMap::new();
+        let mut t = HomeTable::default();
+        let a = t.assign(home("/bench/a", 0..2), BTreeSet::new).unwrap().id;
+        groups.insert(10, "/bench/a".to_string());
+        // Removed and made again at the same path: same label, same id.
+        let again = t.assign(home("/bench/a", 0..2), BTreeSet::new).unwrap();
+        assert_eq!(again.id, a);
+        groups.insert(11, "/bench/a".to_string());
+        // The scan finds the old cgroup gone: the label stays.
+        assert_eq!(forget_cgroup(&mut groups, 10), None);
+        // So a new group takes another id, and /bench/a keeps its CPUs.
+        let b = t.assign(home("/bench/b", 4..6), BTreeSet::new).unwrap().id;
+        assert_ne!(a, b);
+        assert_eq!(t.get(a).unwrap().cpus, BTreeSet::from([0, 1]));
+        // The last cgroup with the label frees it.
+        assert_eq!(forget_cgroup(&mut groups, 11), Some("/bench/a".to_string()));
+        assert_eq!(forget_cgroup(&mut groups, 11), None);
     }
 
     #[test]

@@ -689,7 +689,7 @@ impl<'a> Scheduler<'a> {
     fn clear_cgroup_home(&mut self, cgid: u64) {
         self.balancer.groups.remove(&cgid);
         let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
-        if let Some(label) = self.cgroup_groups.remove(&cgid) {
+        if let Some(label) = homes::forget_cgroup(&mut self.cgroup_groups, cgid) {
             self.homes.release(&label);
         }
         self.bump_gen();

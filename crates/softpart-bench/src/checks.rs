@@ -43,6 +43,10 @@ const SCENARIOS: &[(&str, &str)] = &[
     ),
     ("swap-back", include_str!("../guest-tests/swap-back.toml")),
     (
+        "cgroup-made-again",
+        include_str!("../guest-tests/cgroup-made-again.toml"),
+    ),
+    (
         "homes-two-instances",
         include_str!("../guest-tests/homes-two-instances.toml"),
     ),
@@ -156,6 +160,10 @@ const TESTS: &[(&str, Check)] = &[
     (
         "swapped_instances_swap_back_home",
         swapped_instances_swap_back,
+    ),
+    (
+        "a_cgroup_made_again_keeps_its_home",
+        cgroup_made_again_keeps_its_home,
     ),
     ("cli_shows_a_cgroup_home", cli_shows_cgroup_home),
     ("cli_rejects_bad_input_naming_it", cli_rejects_bad_input),
@@ -686,7 +694,7 @@ fn exit_counters(r: &Results, scenario: &str, policy: &str) -> Result<serde_json
         .exits
         .iter()
         .find(|e| e.scenario == scenario && e.policy == policy)
-        .with_context(|| format!("no {policy} exit in {scenario}"))?;
+        .with_context(|| format!("no {policy} exit in {scenario} (no result from scenario)"))?;
     softpart_counters(exit)
 }
 
@@ -739,7 +747,7 @@ fn idle_masks<'a>(r: &'a Results, scenario: &str, policy: &str) -> Result<&'a st
         .exits
         .iter()
         .find(|e| e.scenario == scenario && e.policy == policy)
-        .with_context(|| format!("no {policy} exit in {scenario}"))?;
+        .with_context(|| format!("no {policy} exit in {scenario} (no result from scenario)"))?;
     ["per node", "machine-wide"]
         .into_iter()
         .find(|m| exit.stderr_tail.contains(&format!("idle masks: {m};")))
@@ -828,6 +836,30 @@ fn swapped_instances_swap_back(r: &Results) -> Result<String> {
         "{settled0} and {settled1} of 5 tasks each on the first homes; {:.1}% at the new homes from 3 s after the swap",
         loc * 100.0
     ))
+}
+
+/// A cgroup removed and made again at the same path keeps its home after
+/// the scan forgets the old one and another cgroup gets a home
+/// (cgroup-made-again.toml).
+fn cgroup_made_again_keeps_its_home(r: &Results) -> Result<String> {
+    let run = r.run("cgroup-made-again")?;
+    let (_, _, log) = probe_of(run, "cat /tmp/made-again.txt")?;
+    if log.contains("step failed") || !log.contains("show:") {
+        bail!("the steps did not all run: {log}");
+    }
+    let field = |name: &str| {
+        log.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let preferred = field("preferred:").with_context(|| format!("no preferred CPUs: {log}"))?;
+    let from = field("from:").unwrap_or_default();
+    if preferred != "0-3" || !from.contains("/sp-again/a") {
+        bail!(
+            "the task in the new /sp-again/a prefers {preferred:?} from {from:?}, expected 0-3 from its cgroup: {log}"
+        );
+    }
+    Ok(format!("preferred {preferred}, from {from}"))
 }
 
 /// The softpart run's probe whose command starts with `prefix`.
