@@ -190,6 +190,8 @@ pub struct Results {
     pub problems: Vec<String>,
     pub runs: Vec<RunResult>,
     pub exits: Vec<SchedulerExit>,
+    /// Guests booted again after an emulator fault (`boot`).
+    pub restarts: Vec<String>,
 }
 
 impl Results {
@@ -247,6 +249,7 @@ pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
         problems: vec![],
         runs: vec![],
         exits: vec![],
+        restarts: vec![],
     };
     let mut logs = Vec::new();
     for topo in &topologies {
@@ -264,6 +267,9 @@ pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
             gr.console_path.display()
         );
         logs.push(gr.console_path.display().to_string());
+        if let Some(r) = gr.restarted {
+            results.restarts.push(format!("{topo}: {r}"));
+        }
         if let Some(info) = gr.info {
             results.guests.insert(topo.clone(), info);
         }
@@ -283,6 +289,7 @@ pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
         serde_json::to_string_pretty(&serde_json::json!({
             "guests": results.guests,
             "problems": results.problems,
+            "restarts": results.restarts,
             "runs": results.runs,
         }))?,
     )?;
@@ -324,7 +331,14 @@ fn no_kernel_problems(r: &Results) -> Result<String> {
     if !r.problems.is_empty() {
         bail!("{}", r.problems.join("\n"));
     }
-    Ok("kernel log clean".into())
+    if r.restarts.is_empty() {
+        return Ok("kernel log clean".into());
+    }
+    // Said in the passing line too, so a fault that keeps coming back is seen.
+    Ok(format!(
+        "kernel log clean; booted again after: {}",
+        r.restarts.join("; ")
+    ))
 }
 
 fn softpart_stays_attached(r: &Results) -> Result<String> {

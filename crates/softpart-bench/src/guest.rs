@@ -132,6 +132,10 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t cgroup -o cpuacct cpuacct /acct
 ulimit -l unlimited
+# A task stuck in the kernel is reported with its stack after 30 s, not
+# 120; the console prints the stack (KERN_INFO) once booting is done.
+echo 30 > /proc/sys/kernel/hung_task_timeout_secs
+echo 7 > /proc/sys/kernel/printk
 # Loopback, for workloads that talk over TCP (redis-benchmark to redis-server).
 ip link set lo up
 echo "softpart-guest: $(uname -r), CPUs $(cat /sys/devices/system/cpu/online)"
@@ -152,6 +156,13 @@ pub struct Guest {
     /// hold the whole timeout).
     pub silence_limit: Duration,
 }
+
+/// Longest a guest may go with no heartbeat, no result and no console
+/// line before it is stopped as frozen (no ordinary task gets a CPU, or
+/// the kernel or the emulator is stuck): the agent's heartbeat thread
+/// writes every 2 s, and even 200 threads on 8 vCPUs let it run within 3 s.
+/// A frozen guest is a failure, never booted again.
+pub const FREEZE_LIMIT: Duration = Duration::from_secs(120);
 
 pub struct GuestOutput {
     pub messages: Vec<Message>,
@@ -235,8 +246,11 @@ impl Guest {
         let initrd = self.build_initramfs(plan)?;
         let console = self.workdir.join("console.log");
         let results = self.workdir.join("results.jsonl");
-        let _ = fs::remove_file(&console);
-        let _ = fs::remove_file(&results);
+        let heartbeat = self.workdir.join("heartbeat.log");
+        let monitor = std::env::temp_dir().join(format!("softpart-qemu-{}.sock", unique_stamp()));
+        for f in [&console, &results, &heartbeat, &monitor] {
+            let _ = fs::remove_file(f);
+        }
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max", "-nodefaults"])
             .args(["-display", "none", "-no-reboot"])
@@ -246,12 +260,18 @@ impl Guest {
             .arg(&initrd)
             .args([
                 "-append",
-                "console=ttyS0 panic=-1 rdinit=/init loglevel=6 mitigations=off",
+                // nokaslr: a frozen guest's instruction pointers can then
+                // be named from any guest of the same kernel (crate::freeze).
+                "console=ttyS0 panic=-1 rdinit=/init loglevel=6 mitigations=off nokaslr",
             ])
             .arg("-serial")
             .arg(format!("file:{}", console.display()))
             .arg("-serial")
             .arg(format!("file:{}", results.display()))
+            .arg("-serial")
+            .arg(format!("file:{}", heartbeat.display()))
+            .arg("-monitor")
+            .arg(format!("unix:{},server=on,wait=off", monitor.display()))
             .args(self.topo.qemu_args(512))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -262,7 +282,10 @@ impl Guest {
             .context("starting qemu-system-x86_64 (run scripts/setup.sh)")?;
         let mut timed_out = false;
         let mut went_silent = None;
+        let mut froze = None;
         let mut heard = (0u64, Instant::now());
+        // Anything at all from the guest: results, heartbeat, console.
+        let mut alive = ((0u64, 0u64, 0u64), Instant::now());
         loop {
             if let Some(st) = child.try_wait()? {
                 if !st.success() {
@@ -279,6 +302,28 @@ impl Guest {
             if len != heard.0 {
                 heard = (len, Instant::now());
             }
+            let size = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+            let sizes = (len, size(&heartbeat), size(&console));
+            if sizes != alive.0 {
+                alive = (sizes, Instant::now());
+            }
+            // Only once the heartbeat has started: before, the kernel boots
+            // and the agent loads.
+            if sizes.1 > 0 && alive.1.elapsed() > FREEZE_LIMIT {
+                froze = Some(format!(
+                    "the guest froze: no heartbeat, result or console line for {:.0} s, \
+                     stopped after {:.0} s; it was running: {}; its vCPUs:{}",
+                    alive.1.elapsed().as_secs_f64(),
+                    started.elapsed().as_secs_f64(),
+                    last_agent_line(&fs::read_to_string(&console).unwrap_or_default())
+                        .unwrap_or("(no agent line)"),
+                    crate::freeze::describe(&vcpu_samples(&monitor)),
+                ));
+                let _ = child.kill();
+                let _ = child.wait();
+                timed_out = true;
+                break;
+            }
             let silent = heard.1.elapsed();
             if started.elapsed() > self.timeout || silent > self.silence_limit {
                 let _ = child.kill();
@@ -293,8 +338,11 @@ impl Guest {
         }
         let elapsed = started.elapsed();
         let log = fs::read_to_string(&console).unwrap_or_default();
+        let _ = fs::remove_file(&monitor);
         let mut problems = scan_kernel_log(&log);
-        if let Some(silent) = went_silent {
+        if let Some(f) = froze {
+            problems.push(f);
+        } else if let Some(silent) = went_silent {
             problems.push(format!(
                 "guest sent nothing for {:.0} s (limit {:.0} s) and was stopped after {:.0} s; \
                  it was running: {}",
@@ -330,6 +378,46 @@ impl Guest {
             elapsed,
         })
     }
+}
+
+/// Three samples, a second apart, of where every vCPU is: one place each
+/// time is stuck, several is a loop.
+fn vcpu_samples(monitor: &Path) -> Vec<Vec<crate::freeze::VcpuState>> {
+    let mut samples = Vec::new();
+    for i in 0..3 {
+        if i > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        match monitor_command(monitor, "info registers -a") {
+            Some(text) => samples.push(crate::freeze::parse_registers(&text)),
+            None => break,
+        }
+    }
+    samples
+}
+
+/// One human-monitor command over QEMU's monitor socket; None if QEMU does
+/// not answer within a few seconds (the emulator itself is stuck).
+fn monitor_command(socket: &Path, command: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(5))).ok()?;
+    let until_prompt = |s: &mut std::os::unix::net::UnixStream| -> Option<String> {
+        let mut text = Vec::new();
+        let mut buf = [0u8; 8192];
+        while !text.ends_with(b"(qemu) ") {
+            let n = s.read(&mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            text.extend_from_slice(&buf[..n]);
+        }
+        Some(String::from_utf8_lossy(&text).into_owned())
+    };
+    until_prompt(&mut s)?;
+    s.write_all(format!("{command}\n").as_bytes()).ok()?;
+    until_prompt(&mut s)
 }
 
 /// A guest death that is QEMU's, not the kernel's or the scheduler's: an

@@ -3,6 +3,7 @@
 
 mod agent;
 mod checks;
+mod freeze;
 mod guest;
 mod phase;
 mod plan;
@@ -166,26 +167,111 @@ pub struct GuestRun {
     pub problems: Vec<String>,
     pub console_path: PathBuf,
     pub elapsed: Duration,
+    /// Why the guest was booted again part way (see `boot`), if it was.
+    pub restarted: Option<String>,
 }
 
-/// Boots one guest for a plan whose scenarios share a topology, and boots
-/// it once more if the emulator, not the kernel or the scheduler, killed
-/// it (see `guest::emulator_fault`). The first console log is kept beside
-/// the second as `console-emulator-fault.log`.
+/// Boots one guest for a plan whose scenarios share a topology. If the
+/// emulator, not the kernel or the scheduler, killed it
+/// (`guest::emulator_fault`), it boots once more and runs the rest of the
+/// plan from the scenario that was cut short; the scenarios already
+/// reported keep their results. The first boot's console log and results
+/// are kept beside the second's with a `-before-restart` suffix, and
+/// `restarted` says what happened. A second fault is reported, not
+/// retried; so is anything else that stops a guest (a freeze, a hung task,
+/// a stall), which is never a reason to boot again.
 pub fn boot(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
     let first = boot_once(plan, workdir)?;
     let log = std::fs::read_to_string(&first.console_path).unwrap_or_default();
-    let Some(fault) = guest::emulator_fault(&log) else {
+    let finished = first.messages.iter().any(|m| matches!(m, Message::Done));
+    let (Some(fault), false) = (guest::emulator_fault(&log), finished) else {
         return Ok(first);
     };
-    let kept = workdir.join("console-emulator-fault.log");
-    std::fs::rename(&first.console_path, &kept)?;
-    eprintln!(
-        "softpart-bench: the guest died of an emulator fault ({fault}); booting it once more \
-         (first console log: {})",
-        kept.display()
+    let (kept, rest) = resume_point(plan, &first.messages);
+    let Some(cut_short) = rest.scenarios.first() else {
+        return Ok(first);
+    };
+    let cut_short = cut_short.scenario.name.clone();
+    let mut kept_log = String::new();
+    for name in ["console.log", "results.jsonl", "heartbeat.log"] {
+        let (stem, ext) = name.split_once('.').unwrap_or((name, ""));
+        let to = workdir.join(format!("{stem}-before-restart.{ext}"));
+        if std::fs::rename(workdir.join(name), &to).is_ok() && name == "console.log" {
+            kept_log = to.display().to_string();
+        }
+    }
+    let restarted = format!(
+        "the emulator killed the guest ({fault}); booted again for the rest of the plan \
+         from scenario {cut_short} (first console log: {kept_log})"
     );
-    boot_once(plan, workdir)
+    eprintln!("softpart-bench: {restarted}");
+    // What the first boot found before the fault still counts.
+    let before_fault: String = log
+        .lines()
+        .take_while(|l| !l.contains("Oops: int3:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut problems = guest::scan_kernel_log(&before_fault);
+    problems.extend(message_problems(&kept));
+    let second = boot_once(&rest, workdir)?;
+    problems.extend(second.problems);
+    let mut runs: Vec<RunResult> = kept
+        .iter()
+        .filter_map(|m| match m {
+            Message::Run(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    runs.extend(second.runs);
+    let mut messages = kept;
+    messages.extend(second.messages);
+    Ok(GuestRun {
+        info: first.info.or(second.info),
+        runs,
+        messages,
+        problems,
+        console_path: second.console_path,
+        elapsed: first.elapsed + second.elapsed,
+        restarted: Some(restarted),
+    })
+}
+
+/// Splits a cut-short boot: the messages of the scenarios it finished
+/// (they arrive in order, so everything after the last `ScenarioDone`
+/// belongs to the scenario that was cut short), and the plan still to run.
+fn resume_point(plan: &Plan, messages: &[Message]) -> (Vec<Message>, Plan) {
+    let upto = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::ScenarioDone { .. }))
+        .map_or(0, |i| i + 1);
+    let kept = messages[..upto].to_vec();
+    let done: Vec<&str> = kept
+        .iter()
+        .filter_map(|m| match m {
+            Message::ScenarioDone { name } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let rest = Plan {
+        scenarios: plan
+            .scenarios
+            .iter()
+            .filter(|ps| !done.contains(&ps.scenario.name.as_str()))
+            .cloned()
+            .collect(),
+    };
+    (kept, rest)
+}
+
+/// Errors the agent reported, as problems.
+fn message_problems(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Error { context, message } => Some(format!("{context}: {message}")),
+            _ => None,
+        })
+        .collect()
 }
 
 fn boot_once(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
@@ -217,12 +303,12 @@ fn boot_once(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
     let mut info = None;
     let mut runs = Vec::new();
     let mut problems = out.problems;
+    problems.extend(message_problems(&out.messages));
     for m in &out.messages {
         match m {
             Message::Hello(i) => info = Some(i.clone()),
             Message::Run(r) => runs.push(r.clone()),
-            Message::Error { context, message } => problems.push(format!("{context}: {message}")),
-            Message::SchedulerStopped(_) | Message::Done => {}
+            _ => {}
         }
     }
     Ok(GuestRun {
@@ -232,6 +318,7 @@ fn boot_once(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
         problems,
         console_path: out.console_path,
         elapsed: out.elapsed,
+        restarted: None,
     })
 }
 
@@ -335,6 +422,7 @@ fn run(o: RunOpts) -> Result<()> {
                 "cells": cells,
                 "runs": runs,
                 "problems": gr.problems,
+                "restarted": gr.restarted,
             });
             std::fs::write(
                 stem.with_extension("json"),
@@ -368,4 +456,57 @@ fn run(o: RunOpts) -> Result<()> {
         bail!("the bench finished with problems (see above)");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(names: &[&str]) -> Plan {
+        let scenarios: Vec<Scenario> = names
+            .iter()
+            .map(|n| {
+                toml::from_str(&format!(
+                    "name = \"{n}\"\ndescription = \"d\"\ntopology = \"2n2c2t\"\n\
+                     duration_s = 1\nloads = [1]\npolicies = [\"eevdf\"]\n\
+                     [[group]]\nname = \"g\"\ncommand = \"true\"\n"
+                ))
+                .unwrap()
+            })
+            .collect();
+        plan_for(&scenarios, None, None).unwrap()
+    }
+
+    fn done(name: &str) -> Message {
+        Message::ScenarioDone { name: name.into() }
+    }
+
+    fn error(context: &str) -> Message {
+        Message::Error {
+            context: context.into(),
+            message: "m".into(),
+        }
+    }
+
+    #[test]
+    fn a_cut_short_boot_resumes_at_the_scenario_it_was_running() {
+        let plan = plan_of(&["a", "b", "c"]);
+        let messages = vec![error("a"), done("a"), error("b: rep 1")];
+        let (kept, rest) = resume_point(&plan, &messages);
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        assert!(matches!(&kept[0], Message::Error { context, .. } if context == "a"));
+        let names: Vec<&str> = rest
+            .scenarios
+            .iter()
+            .map(|p| p.scenario.name.as_str())
+            .collect();
+        assert_eq!(names, ["b", "c"]);
+
+        let (kept, rest) = resume_point(&plan, &[error("a: rep 1")]);
+        assert!(kept.is_empty());
+        assert_eq!(rest.scenarios.len(), 3);
+
+        let (_, rest) = resume_point(&plan, &[done("a"), done("b"), done("c")]);
+        assert!(rest.scenarios.is_empty());
+    }
 }

@@ -26,7 +26,15 @@ pub enum Message {
     Hello(GuestInfo),
     Run(RunResult),
     SchedulerStopped(SchedulerExit),
-    Error { context: String, message: String },
+    Error {
+        context: String,
+        message: String,
+    },
+    /// Every run of the named scenario has been reported: a guest that
+    /// dies later need not run it again.
+    ScenarioDone {
+        name: String,
+    },
     Done,
 }
 
