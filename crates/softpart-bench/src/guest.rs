@@ -463,9 +463,10 @@ pub fn scan_kernel_log(log: &str) -> Vec<String> {
             || (l.contains("sched_ext:")
                 && (l.contains("error") || l.contains("disabled ("))
                 && !l.contains("unregistered from user space")
-                // The kernel detaching it for a CPU hotplug (the
-                // control plane attaches again); errors say "error".
-                && !l.contains("unregistered from the kernel"))
+                // The kernel detaching it for a CPU hotplug (the control
+                // plane attaches again): "from the kernel", "from the main
+                // kernel" (6.17); errors say "error".
+                && !l.contains("unregistered from the "))
         {
             problems.push(l.trim().to_string());
         }
@@ -509,6 +510,7 @@ mod tests {
     fn kernel_log_scan() {
         let log = "[ 1.0] sched_ext: BPF scheduler \"softpart\" enabled\n\
                    [ 2.0] sched_ext: BPF scheduler \"softpart\" disabled (unregistered from user space)\n\
+                   [ 2.5] sched_ext: BPF scheduler \"softpart\" disabled (unregistered from the main kernel)\n\
                    [ 3.0] ok line\n";
         assert!(scan_kernel_log(log).is_empty());
         let log = "[ 5.0] sched_ext: BPF scheduler \"softpart\" disabled (runtime error)\n\
