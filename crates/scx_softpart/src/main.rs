@@ -431,7 +431,7 @@ impl<'a> Scheduler<'a> {
 
         let mut skel = scx_ops_load!(skel, softpart_ops, uei)?;
         info!("loaded at uptime {:.2} s", uptime_s());
-        let link = scx_ops_attach!(skel, softpart_ops)?;
+        let link = as_real_time(|| scx_ops_attach!(skel, softpart_ops))?;
         let kernel_pick = skel
             .maps
             .bss_data
@@ -1257,6 +1257,36 @@ fn at_top_priority<T>(f: impl FnOnce() -> T) -> T {
     if raised {
         // SAFETY: as above.
         unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, before) };
+    }
+    out
+}
+
+/// Runs `f` as a SCHED_FIFO thread, then puts SCHED_OTHER back. Kernels
+/// before upstream b06ccbabe250 ("sched_ext: Fix starvation of
+/// scx_enable() under fair-class saturation", 2026; 6.17.13 lacks it)
+/// enable a scheduler in the attaching thread, switching every task (this
+/// one too) to sched_ext one by one while the tasks not yet switched still
+/// run under EEVDF, which always goes first. Attaching again after a CPU
+/// hotplug, with the workload running, guest runs saw this thread switched
+/// and then never picked again behind EEVDF's CPU hogs: sched_ext stayed
+/// "enabling" and the guest hung (docs/reliability.md). sched_ext never
+/// switches a real-time task, so as one this thread finishes the switch,
+/// as the kernel's own RT helper thread does on newer kernels.
+fn as_real_time<T>(f: impl FnOnce() -> T) -> T {
+    let fifo = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain syscalls on the calling thread (pid 0) with valid params.
+    let raised = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) } == 0;
+    if !raised {
+        warn!(
+            "could not attach as a real-time thread ({}): a loaded machine may stall the attachment",
+            std::io::Error::last_os_error()
+        );
+    }
+    let out = f();
+    if raised {
+        let other = libc::sched_param { sched_priority: 0 };
+        // SAFETY: as above.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &other) };
     }
     out
 }
