@@ -668,6 +668,25 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	const struct cpumask *home = NULL;
 	u32 part = part_of_cpu(task_cpu);
 
+	/*
+	 * A task that may run only on a CPU this attachment left out of every
+	 * partition: a CPU coming online, whose hotplug thread must run there
+	 * before the kernel detaches us for it. No partition queue is served
+	 * by that CPU, so the task goes straight to its local DSQ. Without
+	 * this a guest run lost cpuhp/4 for 43 s, and the scheduler to the
+	 * watchdog, when CPU 4 came back (docs/reliability.md).
+	 */
+	if (p->nr_cpus_allowed == 1) {
+		const struct cpumask *part_mask = part_cpus(part);
+
+		if (part_mask && !bpf_cpumask_test_cpu(task_cpu, part_mask)) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | task_cpu, slice_ns,
+					   enq_flags);
+			scx_bpf_kick_cpu(task_cpu, SCX_KICK_IDLE);
+			return;
+		}
+	}
+
 	if (tctx) {
 		refresh_home(p, tctx);
 		if (homed(tctx)) {
