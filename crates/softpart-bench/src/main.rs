@@ -73,6 +73,10 @@ struct RunOpts {
     /// Measured seconds per run, overriding the scenario's.
     #[arg(long)]
     duration: Option<f64>,
+    /// Loads, comma-separated, overriding the scenario's (each fills the
+    /// `{load}` of its commands): to re-run some rows of a table.
+    #[arg(long, value_delimiter = ',')]
+    loads: Option<Vec<u32>>,
     /// Where to write the JSON results and tables.
     #[arg(long, default_value = "results")]
     out: PathBuf,
@@ -375,6 +379,10 @@ fn run(o: RunOpts) -> Result<()> {
         if let Some(d) = o.duration {
             sc.duration_s = d;
             sc.validate().context("--duration")?;
+        }
+        if let Some(l) = &o.loads {
+            sc.loads = l.clone();
+            sc.validate().context("--loads")?;
         }
         scenarios.push(sc);
     }

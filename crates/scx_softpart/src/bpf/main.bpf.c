@@ -158,7 +158,8 @@ struct task_ctx {
 	s32 last_cpu;		/* where it last ran; -1 before its first run */
 	u32 home_id;
 	u32 at_home;		/* 0 away, 1 at home, 2 not yet run */
-	u32 room_seen;		/* consecutive slice ends away with room at home */
+	/* first of the checks in a row that saw room at home while away; 0: none */
+	u64 room_since;
 };
 
 struct {
@@ -639,7 +640,19 @@ static __always_inline u64 task_vtime(struct task_struct *p)
 	return vtime;
 }
 
-#define SP_RETURN_AFTER 2
+/*
+ * How long a task away from home must have seen room there, at every check
+ * in a row, before it goes back: 3/4 of a slice, so that a slice-bound task
+ * goes at its second slice end with room (ticks make those a slice or more
+ * apart), and a task that yields thousands of times per slice does not
+ * chase a CPU idle for an instant at its second yield.
+ */
+#define SP_ROOM_LASTED_NS (slice_ns * 3 / 4)
+
+static __always_inline bool room_lasted(const struct task_ctx *tctx, u64 now)
+{
+	return tctx->room_since && now - tctx->room_since >= SP_ROOM_LASTED_NS;
+}
 
 /* An idle CPU at home and nothing queued there; claims nothing. */
 static bool home_has_room(const struct cpumask *home)
@@ -694,16 +707,17 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 			if (!bpf_cpumask_test_cpu(task_cpu, home)) {
 				/*
 				 * Away from home: go back when there is room, i.e. an
-				 * idle CPU and nothing queued at home, seen at two
-				 * slice ends in a row: a CPU idle for an instant is
-				 * not room, and chasing it costs two migrations.
+				 * idle CPU and nothing queued at home, seen for most
+				 * of a slice (room_lasted()): a CPU idle for an
+				 * instant is not room, and chasing it costs two
+				 * migrations.
 				 */
 				if (home_has_room(home) &&
 				    (!(enq_flags & SCX_ENQ_LAST) ||
-				     tctx->room_seen >= SP_RETURN_AFTER))
+				     room_lasted(tctx, bpf_ktime_get_ns())))
 					cpu = pick_idle(home, task_cpu, 0);
 				if (cpu >= 0) {
-					tctx->room_seen = 0;
+					tctx->room_since = 0;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 					stat_inc(SP_STAT_RETURN_IDLE);
@@ -769,13 +783,18 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * At the end of a slice with nothing else to run: is @p away from home with
- * room there, seen SP_RETURN_AFTER slice ends in a row?
+ * At the end of a slice (or a sched_yield()) with nothing else to run: is
+ * @p away from home with room there, seen at every such check for
+ * SP_ROOM_LASTED_NS? sysbench threads yields while it runs; counting
+ * checks instead of time, two yields microseconds apart were "two slice
+ * ends in a row" and its threads went home at every blink of an idle home
+ * CPU (docs/experiments.md, one-sysbench-threads).
  */
 static bool should_go_home(struct task_struct *p, s32 cpu)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 	const struct cpumask *home;
+	u64 now;
 
 	if (!tctx)
 		return false;
@@ -784,10 +803,15 @@ static bool should_go_home(struct task_struct *p, s32 cpu)
 		return false;
 	home = cast_mask(tctx->home);
 	if (bpf_cpumask_test_cpu(cpu, home) || !home_has_room(home)) {
-		tctx->room_seen = 0;
+		tctx->room_since = 0;
 		return false;
 	}
-	return ++tctx->room_seen >= SP_RETURN_AFTER;
+	now = bpf_ktime_get_ns();
+	if (!tctx->room_since) {
+		tctx->room_since = now;
+		return false;
+	}
+	return room_lasted(tctx, now);
 }
 
 /*
