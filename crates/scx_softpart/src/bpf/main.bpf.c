@@ -901,8 +901,11 @@ void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
-	if (tctx)
+	if (tctx) {
 		tctx->runnable_at = bpf_ktime_get_ns();
+		/* A sleep ends the checks in a row (see room_lasted()). */
+		tctx->room_since = 0;
+	}
 }
 
 void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
