@@ -279,29 +279,10 @@ const CGROUP_SCAN_PERIOD: Duration = Duration::from_secs(1);
 /// by more than this share of its capacity.
 const BALANCE_HYSTERESIS: f64 = 0.1;
 
-/// The fast path's event counters, in enum sp_stat order.
-const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] = [
-    "pick_prev",
-    "pick_core_home",
-    "pick_sibling",
-    "pick_cpu_home",
-    "pick_prev_away",
-    "pick_near",
-    "pick_core_any",
-    "pick_cpu_any",
-    "pick_none",
-    "enqueue",
-    "kick",
-    "dispatch_own",
-    "dispatch_steal",
-    "home_resolve",
-    "return_idle",
-    "evict",
-    "visitor_yield",
-    "pick_kernel",
-    "enqueue_idle",
-    "dispatch_idle",
-];
+/// The fast path's event counters, in enum sp_stat order; the array type
+/// makes the build fail if the list and the BPF enum differ in length.
+const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] =
+    softpart_core::events::EVENT_NAMES;
 
 impl<'a> Scheduler<'a> {
     fn init(

@@ -577,7 +577,7 @@ fn run_once(
         let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let window = s1.since(&s0);
 
-        let probes = sc.probes.iter().map(|p| run_probe(p)).collect();
+        let probes = sc.probe_commands().iter().map(|p| run_probe(p)).collect();
         let mut early_exits = Vec::new();
         for w in workloads.iter_mut() {
             if let Some(st) = w.child.try_wait()? {

@@ -5,6 +5,7 @@
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use softpart_core::cpulist;
+use softpart_core::events::EVENT_NAMES;
 use softpart_core::topo::GuestTopo;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -39,6 +40,12 @@ pub struct Scenario {
     /// status are returned (the guest tests use them to drive the CLI).
     #[serde(default)]
     pub probes: Vec<String>,
+    /// What the fast path did, from scx_softpart's own event counters over
+    /// the 3 s right after the measured window (the workloads still run):
+    /// figure name -> event name, each reported as `NAME_per_s`. No figure
+    /// for the policies without scx_softpart.
+    #[serde(default)]
+    pub scheduler_rates: std::collections::BTreeMap<String, String>,
     /// Files written in the guest before the scenario runs (absolute path
     /// = content), e.g. a config file a policy's arguments name.
     #[serde(default)]
@@ -187,6 +194,21 @@ impl Scenario {
         for p in &self.policies {
             Policy::parse(p).with_context(|| "field policies".to_string())?;
         }
+        for (figure, event) in &self.scheduler_rates {
+            if figure.is_empty()
+                || !figure
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                bail!("field scheduler_rates: figure name {figure:?}: use a-z, 0-9 and '_' only");
+            }
+            if !EVENT_NAMES.contains(&event.as_str()) {
+                bail!(
+                    "field scheduler_rates: {figure} = {event:?} is not a scheduler event (one of {})",
+                    EVENT_NAMES.join(", ")
+                );
+            }
+        }
         for path in self.files.keys() {
             if !path.starts_with('/') || path.split('/').any(|c| c == "..") {
                 bail!("field files: path {path:?} must be absolute, without '..'");
@@ -217,6 +239,30 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// The shell commands run after each window: `probes`, then one that
+    /// reads `scheduler_rates` from `scx_softpart --monitor` (its second
+    /// report covers the 3 s after the first).
+    pub fn probe_commands(&self) -> Vec<String> {
+        let mut cmds = self.probes.clone();
+        if !self.scheduler_rates.is_empty() {
+            let prints: Vec<String> = self
+                .scheduler_rates
+                .iter()
+                .map(|(figure, event)| {
+                    format!("printf \"figure {figure}_per_s %.1f\\n\", v[\"{event}\"] / t")
+                })
+                .collect();
+            cmds.push(format!(
+                "timeout 5 scx_softpart --monitor 3 2>/dev/null | awk '/^\\[softpart\\]/ {{ n++; t = $2 + 0 }} \
+                 n == 2 && /^  events:/ {{ sub(/^  events: /, \"\"); k = split($0, a, \", \"); \
+                 for (i = 1; i <= k; i++) {{ split(a[i], b, \" \"); v[b[1]] = b[2] }} }} \
+                 END {{ if (n >= 2 && t > 0) {{ {} }} }}'",
+                prints.join("; ")
+            ));
+        }
+        cmds
     }
 
     /// The CPUs of a group's home, if it has one.
@@ -291,6 +337,71 @@ home = { cpus = "4-7" }
         let sc: Scenario = toml::from_str(s)?;
         sc.validate()?;
         Ok(sc)
+    }
+
+    /// Runs the awk part of the generated rate probe on a captured
+    /// `scx_softpart --monitor` output (the scheduler is not run).
+    fn rates_from(sc: &Scenario, monitor: &str) -> String {
+        let cmd = sc.probe_commands().pop().unwrap();
+        let (_, awk) = cmd.split_once("2>/dev/null | ").unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s' \"$MONITOR\" | {awk}"))
+            .env("MONITOR", monitor)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn scheduler_rates_read_the_second_report() {
+        let text = GOOD.replacen(
+            "loads = [1, 2]",
+            "loads = [1, 2]\nscheduler_rates = { steals = \"dispatch_steal\", returns_home = \"return_idle\" }",
+            1,
+        );
+        let sc = parse(&text).unwrap();
+        assert_eq!(sc.probe_commands().len(), 1);
+        // The first report covers the time since the scheduler started;
+        // only the second one (3 s) counts. An event with no count is 0.
+        let monitor = "[softpart] 12.00s  wakeups: home 1 away 2\n  events: dispatch_steal 999, return_idle 5\n\
+                       [softpart] 3.00s  wakeups: home 1 away 2\n  events: dispatch_steal 30, pick_prev 7\n";
+        assert_eq!(
+            rates_from(&sc, monitor),
+            "figure returns_home_per_s 0.0\nfigure steals_per_s 10.0\n"
+        );
+        // A single report (the scheduler not running long enough): no figure.
+        assert_eq!(
+            rates_from(&sc, "[softpart] 3.00s\n  events: dispatch_steal 30\n"),
+            ""
+        );
+    }
+
+    #[test]
+    fn scheduler_rates_name_a_known_event() {
+        let bad = GOOD.replacen(
+            "loads = [1, 2]",
+            "loads = [1, 2]\nscheduler_rates = { steals = \"dispatch_stael\" }",
+            1,
+        );
+        let e = format!("{:#}", parse(&bad).unwrap_err());
+        assert!(
+            e.contains("scheduler_rates") && e.contains("dispatch_stael"),
+            "{e}"
+        );
+        let bad = GOOD.replacen(
+            "loads = [1, 2]",
+            "loads = [1, 2]\nscheduler_rates = { \"Steals/s\" = \"dispatch_steal\" }",
+            1,
+        );
+        let e = format!("{:#}", parse(&bad).unwrap_err());
+        assert!(e.contains("Steals/s"), "{e}");
+        assert!(parse(GOOD).unwrap().probe_commands().is_empty());
     }
 
     #[test]

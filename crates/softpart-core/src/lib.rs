@@ -4,6 +4,7 @@
 pub mod balance;
 pub mod control;
 pub mod cpulist;
+pub mod events;
 pub mod hist;
 pub mod partition;
 pub mod placement;
