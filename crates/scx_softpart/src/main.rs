@@ -100,6 +100,12 @@ struct Opts {
     #[arg(long)]
     no_idle_per_node: bool,
 
+    /// Do not look at the partition queues again when a CPU goes idle
+    /// (ops.update_idle). For comparison only: without the second look, a
+    /// task queued just as a CPU goes idle can wait while that CPU sleeps.
+    #[arg(long)]
+    no_idle_recheck: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
@@ -350,6 +356,9 @@ impl<'a> Scheduler<'a> {
         // Slice ends of a CPU's last runnable task reach enqueue(), where a
         // task away from home can go back.
         skel.struct_ops.softpart_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_LAST;
+        // update_idle() only re-checks the queues; the kernel's idle masks,
+        // which every pick uses, must stay on.
+        skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
         let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
         let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
         let idle_nodes = machine
@@ -379,6 +388,7 @@ impl<'a> Scheduler<'a> {
         // The kernel's pick always tries whole idle cores first: with
         // --no-idle-core (SIS_CORE off) our own search must run instead.
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
+        rodata.idle_recheck = !opts.no_idle_recheck;
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
             // Distinct ids below max_nodes: they fit idle_nodes[].

@@ -56,6 +56,8 @@ const volatile bool smt_enabled = true;
 const volatile u32 scan_cores = 0;
 /* Spill through the kernel's scx_bpf_select_cpu_and() where it has one. */
 const volatile bool kernel_pick = true;
+/* update_idle() looks at the queues again (off: --no-idle-recheck). */
+const volatile bool idle_recheck = true;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -897,6 +899,32 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	stat_inc(SP_STAT_DISPATCH_IDLE);
 }
 
+/*
+ * A CPU is going idle: look again at the partition queues. dispatch()
+ * found them empty, but enqueue() on another CPU may have queued a task
+ * since, before this CPU's idle bit was set, and then found no idle CPU to
+ * kick. Nothing would take that task until some CPU next passed through
+ * dispatch(): a CPU idle while a task it may run waits. The kernel sets
+ * the idle bit before calling this (6.16 and later), so either enqueue()
+ * saw the bit or this sees the task. Kicking itself sends the CPU back
+ * through dispatch(); if the task may not run here the CPU goes idle again
+ * without a second call (idle to idle is not a transition).
+ */
+void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
+{
+	u32 part;
+
+	if (!idle || !idle_recheck)
+		return;
+	bpf_for(part, 0, nr_parts) {
+		if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)) {
+			scx_bpf_kick_cpu(cpu, 0);
+			stat_inc(SP_STAT_IDLE_RECHECK);
+			return;
+		}
+	}
+}
+
 void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
@@ -1193,6 +1221,7 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .select_cpu	= (void *)softpart_select_cpu,
 	       .enqueue		= (void *)softpart_enqueue,
 	       .dispatch	= (void *)softpart_dispatch,
+	       .update_idle	= (void *)softpart_update_idle,
 	       .runnable	= (void *)softpart_runnable,
 	       .running		= (void *)softpart_running,
 	       .stopping	= (void *)softpart_stopping,
