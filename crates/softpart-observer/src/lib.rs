@@ -97,7 +97,7 @@ impl Observer {
         }
         let mut skel = open.load().context("loading the observer BPF program")?;
         skel.attach()
-            .context("attaching to sched_switch/sched_wakeup/sched_migrate_task")?;
+            .context("attaching to sched_switch/sched_waking/sched_wakeup/sched_migrate_task")?;
         Ok(Self { skel, places })
     }
 

@@ -5,8 +5,9 @@
  * tracepoints alone. It never reads scx_softpart's own accounting.
  *
  * - CPU time per cgroup and CPU: charged at every switch-out.
- * - Run delay: from the moment a task becomes runnable (wakeup, or
- *   preemption while runnable) to the moment it runs, as a histogram.
+ * - Run delay: from the moment a task becomes runnable (the start of its
+ *   wakeup, or preemption while runnable) to the moment it runs, as a
+ *   histogram.
  * - Migrations per cgroup, by distance (SMT sibling, LLC, node, cross-node).
  * - Per CPU: idle time, and the part of it during which some task, on any
  *   CPU, was waiting to run. A "wait clock" advances only while at least one
@@ -220,6 +221,27 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	return 0;
 }
 
+/*
+ * The wait starts where the wakeup starts, on the waker's CPU, under every
+ * scheduler. sched_wakeup is no common start: EEVDF queues a wakeup for an
+ * idle CPU on that CPU's wake list (ttwu_queue_wakelist()) and sched_wakeup
+ * fires there, once the IPI has woken it; sched_ext turns that path off
+ * unless the scheduler asks for it (SCX_OPS_ALLOW_QUEUED_WAKEUP), so its
+ * sched_wakeup fires on the waker before the IPI. Timed from sched_wakeup,
+ * EEVDF's waits left out the time an idle CPU takes to wake, and
+ * sched_ext's did not (docs/design.md, Observer).
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(obs_waking, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+/*
+ * Second chance: at sched_waking a task still switching out (on its CPU,
+ * already dequeued) is not waiting yet; by sched_wakeup it is. A wait
+ * already started is left alone.
+ */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(obs_wakeup, struct task_struct *p)
 {
