@@ -64,7 +64,8 @@ struct RunOpts {
     #[arg(required = true)]
     scenarios: Vec<PathBuf>,
     /// Policies, comma-separated, overriding the scenario's: eevdf, pinned,
-    /// softpart[:ARGS], external:COMMAND [ARGS].
+    /// softpart[:ARGS], softpart-nohome[:ARGS] (scx_softpart with no homes
+    /// given), external:COMMAND [ARGS].
     #[arg(long, value_delimiter = ',')]
     policies: Option<Vec<String>>,
     /// Repetitions per cell, overriding the scenario's.
