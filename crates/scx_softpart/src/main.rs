@@ -106,6 +106,13 @@ struct Opts {
     #[arg(long)]
     no_idle_recheck: bool,
 
+    /// Let the kernel hand a wakeup to the target CPU's wake list
+    /// (SCX_OPS_ALLOW_QUEUED_WAKEUP, 6.15 and later), as EEVDF does: the
+    /// waker only sends the IPI and the woken CPU queues the task itself.
+    /// Off by default; ignored where the kernel lacks the flag.
+    #[arg(long)]
+    queued_wakeup: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
@@ -359,6 +366,12 @@ impl<'a> Scheduler<'a> {
         // update_idle() only re-checks the queues; the kernel's idle masks,
         // which every pick uses, must stay on.
         skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
+        if opts.queued_wakeup {
+            // enqueue() already copes with a task that select_cpu() did
+            // not see: it places by home and idle CPUs on its own.
+            skel.struct_ops.softpart_ops_mut().flags |=
+                *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+        }
         let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
         let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
         let idle_nodes = machine
