@@ -367,10 +367,16 @@ impl<'a> Scheduler<'a> {
         // which every pick uses, must stay on.
         skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
         if opts.queued_wakeup {
+            let flag = *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+            if flag == 0 {
+                warn!(
+                    "--queued-wakeup: this kernel has no SCX_OPS_ALLOW_QUEUED_WAKEUP \
+                     (6.15 and later); wakeups stay direct"
+                );
+            }
             // enqueue() already copes with a task that select_cpu() did
             // not see: it places by home and idle CPUs on its own.
-            skel.struct_ops.softpart_ops_mut().flags |=
-                *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+            skel.struct_ops.softpart_ops_mut().flags |= flag;
         }
         let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
         let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
