@@ -560,19 +560,25 @@ fn run_once(
         // own all the same (a busy TCG guest can stall any read).
         let sched0: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let sel0 = select_cpu_cost();
+        let cgids: Vec<u64> = workloads
+            .iter()
+            .map(|w| cgroups::id_of(&w.cg))
+            .collect::<std::io::Result<_>>()?;
+        let realtime = softpart_observer::RealtimeReads::start();
         let acct0_ns = softpart_observer::monotonic_ns();
         let acct0: Vec<Vec<u64>> = workloads
             .iter()
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
             .collect::<Result<_>>()?;
-        let s0 = obs.snapshot()?;
+        let s0 = obs.snapshot_of(&cgids)?;
         std::thread::sleep(Duration::from_secs_f64(sc.duration_s));
-        let s1 = obs.snapshot()?;
+        let s1 = obs.snapshot_of(&cgids)?;
         let acct1: Vec<Vec<u64>> = workloads
             .iter()
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
             .collect::<Result<_>>()?;
         let acct1_ns = softpart_observer::monotonic_ns();
+        drop(realtime);
         let sel1 = select_cpu_cost();
         let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let window = s1.since(&s0);
@@ -615,6 +621,7 @@ fn run_once(
             rep,
             wall_ns: window.wall_ns,
             cpuacct_wall_ns: acct1_ns.saturating_sub(acct0_ns),
+            snapshot_read_ns: window.read_ns,
             groups,
             cpus: window.cpus,
             sched_ext_state: read_trim(SCX_STATE),

@@ -59,6 +59,10 @@ pub struct RunResult {
     /// longer. 0 in results written before it was recorded.
     #[serde(default)]
     pub cpuacct_wall_ns: u64,
+    /// The longer of the observer's two snapshot reads (ns): a window's CPU
+    /// time is exact to within this much per CPU. 0 in older results.
+    #[serde(default)]
+    pub snapshot_read_ns: u64,
     pub groups: BTreeMap<String, GroupResult>,
     pub cpus: Vec<CpuCounters>,
     /// /sys/kernel/sched_ext/state and root/ops at the end of the window.

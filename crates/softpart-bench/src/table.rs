@@ -43,6 +43,10 @@ pub struct RunFigures {
     /// The same share for the least exclusive group (issue 4 asks it of
     /// every group).
     pub exclusivity_worst: Option<f64>,
+    /// The longer observer read as a share of the window: the window's CPU
+    /// time is exact to within this share of the machine (None in results
+    /// written before reads were timed).
+    pub read_share: Option<f64>,
 }
 
 pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFigures> {
@@ -126,6 +130,8 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
             .map(|c| c.run_ns as f64 / c.calls as f64),
         exclusivity: (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64),
         exclusivity_worst: shares.iter().copied().reduce(f64::min),
+        read_share: (run.snapshot_read_ns > 0)
+            .then(|| run.snapshot_read_ns as f64 / run.wall_ns.max(1) as f64),
     })
 }
 
@@ -406,6 +412,17 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
             &rows,
         );
     }
+    if let Some(worst) = cells
+        .iter()
+        .flat_map(|c| c.runs.iter().filter_map(|f| f.read_share))
+        .reduce(f64::max)
+    {
+        let _ = writeln!(
+            out,
+            "observer reads: the longest took {:.1}% of its window (each window's CPU time is exact to within that share of the machine)",
+            worst * 100.0
+        );
+    }
     out
 }
 
@@ -477,6 +494,7 @@ command = "y"
             rep: 0,
             wall_ns: 2_000_000_000,
             cpuacct_wall_ns: 0,
+            snapshot_read_ns: 0,
             groups,
             cpus: vec![
                 CpuCounters {

@@ -48,6 +48,11 @@ pub struct Snapshot {
     pub cpus: Vec<CpuCounters>,
     /// Events lost because the group table was full.
     pub groups_full: u64,
+    /// How long the read took after `at_ns`: runs that ended in that time
+    /// may be in the counters although they ended after `at_ns`, so a
+    /// window's CPU time can be off by up to this much per CPU.
+    #[serde(default)]
+    pub read_ns: u64,
 }
 
 fn sub_vec(a: &[u64], b: &[u64]) -> Vec<u64> {
@@ -110,6 +115,7 @@ impl Snapshot {
             .collect();
         Window {
             wall_ns: self.at_ns.saturating_sub(earlier.at_ns),
+            read_ns: self.read_ns.max(earlier.read_ns),
             groups,
             cpus,
         }
@@ -119,6 +125,9 @@ impl Snapshot {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Window {
     pub wall_ns: u64,
+    /// The longer of the two snapshots' read times (Snapshot::read_ns).
+    #[serde(default)]
+    pub read_ns: u64,
     pub groups: BTreeMap<u64, GroupCounters>,
     pub cpus: Vec<CpuCounters>,
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use softpart_core::cpulist;
 use softpart_observer::report::{group_report, machine_report};
-use softpart_observer::{Observer, cgroups};
+use softpart_observer::{Observer, RealtimeReads, cgroups};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -56,7 +56,10 @@ fn main() -> Result<()> {
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))?;
 
-    let before = obs.snapshot()?;
+    let before = {
+        let _rt = RealtimeReads::start();
+        obs.snapshot()?
+    };
     let started = Instant::now();
     let mut child = match opts.command.split_first() {
         Some((prog, args)) => Some(
@@ -83,7 +86,11 @@ fn main() -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let window = obs.snapshot()?.since(&before);
+    let after = {
+        let _rt = RealtimeReads::start();
+        obs.snapshot()?
+    };
+    let window = after.since(&before);
     let names = cgroups::paths_by_id(Path::new(cgroups::CGROUP2_ROOT));
     let machine = machine_report(&window);
 
