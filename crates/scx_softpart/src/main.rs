@@ -113,6 +113,14 @@ struct Opts {
     #[arg(long)]
     queued_wakeup: bool,
 
+    /// Put a task woken synchronously (the waker is about to sleep, as in a
+    /// pipe write) on the waker's CPU when that CPU is at the task's home
+    /// and has nothing queued, instead of waking an idle CPU; EEVDF's
+    /// wake_affine() does much the same. Off by default (an experiment:
+    /// docs/experiments.md, "Sync wakeups").
+    #[arg(long)]
+    wake_sync: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
@@ -408,6 +416,7 @@ impl<'a> Scheduler<'a> {
         // --no-idle-core (SIS_CORE off) our own search must run instead.
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
+        rodata.wake_sync = opts.wake_sync;
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
             // Distinct ids below max_nodes: they fit idle_nodes[].

@@ -58,6 +58,8 @@ const volatile u32 scan_cores = 0;
 const volatile bool kernel_pick = true;
 /* update_idle() looks at the queues again (off: --no-idle-recheck). */
 const volatile bool idle_recheck = true;
+/* A sync wakeup may go onto the waker's CPU (--wake-sync). */
+const volatile bool wake_sync;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -533,6 +535,32 @@ static __always_inline s32 pick_away(struct task_struct *p, s32 prev, u64 wake_f
 	return cpu;
 }
 
+/*
+ * --wake-sync: a waker that says it is about to sleep (SCX_WAKE_SYNC, e.g.
+ * a pipe write) hands its CPU to the wakee, as EEVDF's wake_affine() does
+ * when its idle scan gives up: the wakee runs once the waker sleeps, with
+ * no idle CPU to wake. Only where the waker's CPU is at the wakee's home,
+ * allowed, with nothing queued on it, and the waker is not exiting.
+ */
+static __always_inline s32 waker_cpu(struct task_struct *p, const struct cpumask *home,
+				     u64 wake_flags)
+{
+	struct task_struct *waker;
+	s32 cpu;
+
+	if (!wake_sync || !(wake_flags & SCX_WAKE_SYNC))
+		return -1;
+	cpu = bpf_get_smp_processor_id();
+	waker = bpf_get_current_task_btf();
+	if (waker->flags & PF_EXITING)
+		return -1;
+	if (!bpf_cpumask_test_cpu(cpu, home) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return -1;
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
+		return -1;
+	return cpu;
+}
+
 static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 			 struct task_ctx *tctx, bool *evict)
 {
@@ -553,6 +581,11 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 	}
 
 	if (home) {
+		cpu = waker_cpu(p, home, wake_flags);
+		if (cpu >= 0) {
+			stat_inc(SP_STAT_PICK_WAKER);
+			return cpu;
+		}
 		if (bpf_cpumask_test_cpu(prev, home) && scx_bpf_test_and_clear_cpu_idle(prev)) {
 			stat_inc(SP_STAT_PICK_PREV);
 			return prev;
