@@ -573,5 +573,31 @@ command = "y"
         assert!(text.contains("50.0 [25.0-75.0]"), "{text}");
         assert!(text.contains("100.0"), "{text}");
         assert!(text.contains("1.00"), "{text}");
+        assert!(
+            !text.contains("observer reads"),
+            "no read times in these results: {text}"
+        );
+    }
+
+    #[test]
+    fn the_longest_read_is_reported_as_a_share_of_its_window() {
+        let sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        let mut runs = [
+            run("eevdf", [s, s, 0, 0, s, s, 0, 0], 0),
+            run("eevdf", [s, 0, 0, 0, s, s, s, 0], 0),
+        ];
+        runs[0].snapshot_read_ns = 10_000_000;
+        runs[1].snapshot_read_ns = 50_000_000;
+        let refs: Vec<&RunResult> = runs.iter().collect();
+        let policies = vec!["eevdf".to_string()];
+        let cells = cells(&refs, &sc, &topo, &policies).unwrap();
+        let text = render(&sc, &policies, &cells, "header");
+        // 50 ms of a 2 s window.
+        assert!(
+            text.contains("the longest took 2.5% of its window"),
+            "{text}"
+        );
     }
 }
