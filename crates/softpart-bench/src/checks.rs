@@ -495,7 +495,8 @@ fn observer_agrees_with_cpuacct(r: &Results) -> Result<String> {
 
 /// Every window of every scenario: the groups' CPU time fits in the
 /// machine (CPU ids x wall time), to within the error the window's own
-/// reads allow, and those reads are short. Reads preempted for up to
+/// reads allow, and those reads are short (a tenth of the window at
+/// most). Reads preempted for up to
 /// 600 ms once gave 8.4 CPU-s per s on 8 CPUs (RealtimeReads).
 fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
     let (mut worst_fill, mut worst_read_ms, mut checked) = (0.0f64, 0.0f64, 0);
@@ -516,13 +517,18 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
                 run.cpus.len()
             );
         }
-        if read_ms > 250.0 {
+        // Relative, not absolute: a SCHED_FIFO read still waits while the
+        // host runs other vCPUs (188 ms once, eevdf on 16 vCPUs), and past
+        // a tenth of the window the bound above stops meaning much.
+        if read_share > 0.10 {
             bail!(
-                "{} under {} (load {}, rep {}): a snapshot read took {read_ms:.0} ms (limit 250)",
+                "{} under {} (load {}, rep {}): a snapshot read took {read_ms:.0} ms, {:.1}% of the {:.1} s window (limit 10%)",
                 run.scenario,
                 run.policy,
                 run.load,
-                run.rep
+                run.rep,
+                read_share * 100.0,
+                run.wall_ns as f64 / 1e9
             );
         }
         worst_fill = worst_fill.max(fill);
