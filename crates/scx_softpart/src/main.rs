@@ -121,6 +121,13 @@ struct Opts {
     #[arg(long)]
     wake_sync: bool,
 
+    /// A wakeup that finds no idle CPU at home and one elsewhere waits in
+    /// its home's queue, and that idle CPU is kicked, instead of the task
+    /// going straight onto it: a home CPU freeing up first runs it. Off by
+    /// default (an experiment: docs/experiments.md, "Queued spills").
+    #[arg(long)]
+    queued_spill: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
@@ -417,6 +424,7 @@ impl<'a> Scheduler<'a> {
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
         rodata.wake_sync = opts.wake_sync;
+        rodata.queued_spill = opts.queued_spill;
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
             // Distinct ids below max_nodes: they fit idle_nodes[].

@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 22] = [
+pub const EVENT_NAMES: [&str; 23] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -25,4 +25,5 @@ pub const EVENT_NAMES: [&str; 22] = [
     "dispatch_idle",
     "idle_recheck",
     "pick_waker",
+    "spill_queued",
 ];

@@ -60,6 +60,8 @@ const volatile bool kernel_pick = true;
 const volatile bool idle_recheck = true;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
+/* A wakeup spilling to an idle CPU waits in its home's queue (--queued-spill). */
+const volatile bool queued_spill;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -627,6 +629,39 @@ search_allowed:
 	return pick_away(p, prev, wake_flags, NULL, homed(tctx), true);
 }
 
+static __always_inline u64 task_vtime(struct task_struct *p);
+
+/*
+ * --queued-spill: a wakeup bound for an idle CPU away from home waits in
+ * its home's queue instead of in that CPU's local one, and the CPU is
+ * kicked: whichever comes first, a home CPU freeing up or the kicked CPU
+ * (which takes from the queues as any CPU leaving idle does), or any CPU
+ * about to go idle, runs it. In the idle CPU's local queue nothing else
+ * could take it while that CPU wakes, which for a halted vCPU on a busy
+ * TCG host takes milliseconds (docs/design.md, Queued spills).
+ */
+static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, s32 cpu)
+{
+	u32 part;
+
+	if (homed(tctx)) {
+		const struct cpumask *home = cast_mask(tctx->home);
+
+		if (bpf_cpumask_test_cpu(cpu, home))
+			return false;
+		part = part_of_cpu(bpf_cpumask_first(home));
+	} else {
+		/* Its partition is prev's; one it may run in (as in enqueue()). */
+		part = part_of_cpu(prev);
+		if (part_of_cpu(cpu) == part || !bpf_cpumask_test_cpu(prev, p->cpus_ptr))
+			return false;
+	}
+	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns, task_vtime(p), 0);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_inc(SP_STAT_SPILL_QUEUED);
+	return true;
+}
+
 s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -639,6 +674,8 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 	refresh_home(p, tctx);
 	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict);
 	if (cpu >= 0) {
+		if (queued_spill && !evict && queue_spill(p, tctx, prev_cpu, cpu))
+			return prev_cpu;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (evict)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
