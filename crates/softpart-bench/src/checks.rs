@@ -495,11 +495,12 @@ fn observer_agrees_with_cpuacct(r: &Results) -> Result<String> {
 
 /// Every window of every scenario: the groups' CPU time fits in the
 /// machine (CPU ids x wall time), to within the error the window's own
-/// reads allow, and those reads are short (a tenth of the window at
-/// most). Reads preempted for up to
-/// 600 ms once gave 8.4 CPU-s per s on 8 CPUs (RealtimeReads).
+/// reads allow, and those reads are short. Reads preempted for up to
+/// 600 ms once gave 8.4 CPU-s per s on 8 CPUs (RealtimeReads); they then
+/// took 4-10% of most windows under load.
 fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
     let (mut worst_fill, mut worst_read_ms, mut checked) = (0.0f64, 0.0f64, 0);
+    let mut long_reads = Vec::new();
     for run in r.runs.iter().filter(|run| run.wall_ns > 0) {
         let capacity = run.cpus.len() as f64 * run.wall_ns as f64;
         let used: u64 = run.groups.values().map(|g| g.counters.total_cpu_ns()).sum();
@@ -517,12 +518,14 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
                 run.cpus.len()
             );
         }
-        // Relative, not absolute: a SCHED_FIFO read still waits while the
-        // host runs other vCPUs (188 ms once, eevdf on 16 vCPUs), and past
-        // a tenth of the window the bound above stops meaning much.
-        if read_share > 0.10 {
+        // Relative, not absolute, and one long read is let pass: a
+        // SCHED_FIFO read still waits now and then while the host runs
+        // other vCPUs (188 ms once; 539 ms, 8.2% of a 6.6 s window, in a CI
+        // run whose other 30 reads took at most 1.4%). Preempted reads were
+        // long in most windows under load, not in one.
+        if read_share > 0.25 {
             bail!(
-                "{} under {} (load {}, rep {}): a snapshot read took {read_ms:.0} ms, {:.1}% of the {:.1} s window (limit 10%)",
+                "{} under {} (load {}, rep {}): a snapshot read took {read_ms:.0} ms, {:.1}% of the {:.1} s window (limit 25%)",
                 run.scenario,
                 run.policy,
                 run.load,
@@ -531,6 +534,16 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
                 run.wall_ns as f64 / 1e9
             );
         }
+        if read_share > 0.05 {
+            long_reads.push(format!(
+                "{} under {} (load {}, rep {}): {read_ms:.0} ms, {:.1}%",
+                run.scenario,
+                run.policy,
+                run.load,
+                run.rep,
+                read_share * 100.0
+            ));
+        }
         worst_fill = worst_fill.max(fill);
         worst_read_ms = worst_read_ms.max(read_ms);
         checked += 1;
@@ -538,9 +551,17 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
     if checked == 0 {
         bail!("no windows: nothing was checked");
     }
+    if long_reads.len() > 1 {
+        bail!(
+            "{} of {checked} snapshot reads took over 5% of their window (at most one may): {}",
+            long_reads.len(),
+            long_reads.join("; ")
+        );
+    }
     Ok(format!(
-        "{checked} windows; fullest {:.1}% of the machine, longest read {worst_read_ms:.0} ms",
-        worst_fill * 100.0
+        "{checked} windows; fullest {:.1}% of the machine, longest read {worst_read_ms:.0} ms, {} over 5% of its window",
+        worst_fill * 100.0,
+        long_reads.len()
     ))
 }
 
@@ -1264,6 +1285,52 @@ fn balancer_phase(r: &Results) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An empty 5 s window on 8 CPUs whose snapshot read took `read_ms`.
+    fn window(rep: u32, read_ms: u64) -> RunResult {
+        RunResult {
+            scenario: "s".into(),
+            policy: "p".into(),
+            load: 1,
+            rep,
+            wall_ns: 5_000_000_000,
+            cpuacct_wall_ns: 0,
+            snapshot_read_ns: read_ms * 1_000_000,
+            groups: BTreeMap::new(),
+            cpus: vec![Default::default(); 8],
+            sched_ext_state: String::new(),
+            sched_ext_ops: String::new(),
+            early_exits: Vec::new(),
+            probes: Vec::new(),
+            select_cpu: None,
+        }
+    }
+
+    fn results(read_ms: &[u64]) -> Results {
+        Results {
+            guests: BTreeMap::new(),
+            problems: Vec::new(),
+            runs: read_ms
+                .iter()
+                .enumerate()
+                .map(|(i, &ms)| window(i as u32, ms))
+                .collect(),
+            exits: Vec::new(),
+            restarts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_long_read_passes_two_do_not() {
+        // 400 ms is 8% of a 5 s window: one is a host hiccup, two a pattern.
+        assert!(observer_windows_fit_the_machine(&results(&[20, 400, 30])).is_ok());
+        let err = observer_windows_fit_the_machine(&results(&[20, 400, 300]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("2 of 3"), "{err}");
+        // Over a quarter of its window, even alone.
+        assert!(observer_windows_fit_the_machine(&results(&[20, 1300])).is_err());
+    }
 
     #[test]
     fn guest_test_scenarios_are_valid() {
