@@ -496,8 +496,8 @@ fn observer_agrees_with_cpuacct(r: &Results) -> Result<String> {
 /// Every window of every scenario: the groups' CPU time fits in the
 /// machine (CPU ids x wall time), to within the error the window's own
 /// reads allow, and those reads are short. Reads preempted for up to
-/// 600 ms once gave 8.4 CPU-s per s on 8 CPUs (RealtimeReads); they then
-/// took 4-10% of most windows under load.
+/// 600 ms once gave 8.4 CPU-s per s on 8 CPUs (RealtimeReads); they took
+/// 4-12% of 4 of 5 windows of an overloaded scenario.
 fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
     let (mut worst_fill, mut worst_read_ms, mut checked) = (0.0f64, 0.0f64, 0);
     let mut long_reads = Vec::new();
