@@ -394,11 +394,11 @@ fn schedstat_delays(cg: &Path) -> BTreeMap<u32, (u64, u64)> {
         .split_whitespace()
         .filter_map(|t| t.parse::<u32>().ok())
     {
-        if let Ok(st) = fs::read_to_string(format!("/proc/{tid}/schedstat")) {
-            let mut f = st.split_whitespace().map(|v| v.parse::<u64>().ok());
-            if let (Some(Some(exec)), Some(Some(delay))) = (f.next(), f.next()) {
-                out.insert(tid, (exec, delay));
-            }
+        if let Some(times) = fs::read_to_string(format!("/proc/{tid}/schedstat"))
+            .ok()
+            .and_then(|st| softpart_observer::counters::parse_schedstat(&st))
+        {
+            out.insert(tid, times);
         }
     }
     out
@@ -622,6 +622,8 @@ fn run_once(
             wall_ns: window.wall_ns,
             cpuacct_wall_ns: acct1_ns.saturating_sub(acct0_ns),
             snapshot_read_ns: window.read_ns,
+            snapshot_read_on_cpu_ns: window.read_on_cpu_ns,
+            snapshot_read_runnable_ns: window.read_runnable_ns,
             groups,
             cpus: window.cpus,
             sched_ext_state: read_trim(SCX_STATE),

@@ -525,22 +525,24 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
         // long in most windows under load, not in one.
         if read_share > 0.25 {
             bail!(
-                "{} under {} (load {}, rep {}): a snapshot read took {read_ms:.0} ms, {:.1}% of the {:.1} s window (limit 25%)",
+                "{} under {} (load {}, rep {}): a snapshot read took {read_ms:.0} ms ({}), {:.1}% of the {:.1} s window (limit 25%)",
                 run.scenario,
                 run.policy,
                 run.load,
                 run.rep,
+                read_split(run),
                 read_share * 100.0,
                 run.wall_ns as f64 / 1e9
             );
         }
         if read_share > 0.05 {
             long_reads.push(format!(
-                "{} under {} (load {}, rep {}): {read_ms:.0} ms, {:.1}%",
+                "{} under {} (load {}, rep {}): {read_ms:.0} ms ({}), {:.1}%",
                 run.scenario,
                 run.policy,
                 run.load,
                 run.rep,
+                read_split(run),
                 read_share * 100.0
             ));
         }
@@ -559,10 +561,28 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
         );
     }
     Ok(format!(
-        "{checked} windows; fullest {:.1}% of the machine, longest read {worst_read_ms:.0} ms, {} over 5% of its window",
+        "{checked} windows; fullest {:.1}% of the machine, longest read {worst_read_ms:.0} ms, {} over 5% of its window{}",
         worst_fill * 100.0,
-        long_reads.len()
+        long_reads.len(),
+        long_reads
+            .first()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
     ))
+}
+
+/// Where a snapshot read's time went, as the reading thread's schedstat
+/// saw it: on a CPU (running, or on a vCPU the host was not running),
+/// runnable behind other guest work, or neither (asleep).
+fn read_split(run: &RunResult) -> String {
+    let (on, waiting) = (run.snapshot_read_on_cpu_ns, run.snapshot_read_runnable_ns);
+    let asleep = run.snapshot_read_ns.saturating_sub(on + waiting);
+    format!(
+        "on a CPU {:.0} ms, runnable {:.0} ms, asleep {:.0} ms",
+        on as f64 / 1e6,
+        waiting as f64 / 1e6,
+        asleep as f64 / 1e6
+    )
 }
 
 fn observer_run_delay(r: &Results) -> Result<String> {
@@ -1296,6 +1316,8 @@ mod tests {
             wall_ns: 5_000_000_000,
             cpuacct_wall_ns: 0,
             snapshot_read_ns: read_ms * 1_000_000,
+            snapshot_read_on_cpu_ns: 0,
+            snapshot_read_runnable_ns: 0,
             groups: BTreeMap::new(),
             cpus: vec![Default::default(); 8],
             sched_ext_state: String::new(),
@@ -1330,6 +1352,18 @@ mod tests {
         assert!(err.contains("2 of 3"), "{err}");
         // Over a quarter of its window, even alone.
         assert!(observer_windows_fit_the_machine(&results(&[20, 1300])).is_err());
+    }
+
+    #[test]
+    fn a_long_read_says_where_its_time_went() {
+        let mut r = results(&[20, 400, 30]);
+        r.runs[1].snapshot_read_on_cpu_ns = 350_000_000;
+        r.runs[1].snapshot_read_runnable_ns = 30_000_000;
+        let ok = observer_windows_fit_the_machine(&r).unwrap();
+        assert!(
+            ok.contains("400 ms (on a CPU 350 ms, runnable 30 ms, asleep 20 ms)"),
+            "{ok}"
+        );
     }
 
     #[test]

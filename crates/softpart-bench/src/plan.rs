@@ -63,6 +63,12 @@ pub struct RunResult {
     /// time is exact to within this much per CPU. 0 in older results.
     #[serde(default)]
     pub snapshot_read_ns: u64,
+    /// Of that read: the reading thread's time on a CPU, and runnable but
+    /// waiting (Snapshot::read_on_cpu_ns). 0 in older results.
+    #[serde(default)]
+    pub snapshot_read_on_cpu_ns: u64,
+    #[serde(default)]
+    pub snapshot_read_runnable_ns: u64,
     pub groups: BTreeMap<String, GroupResult>,
     pub cpus: Vec<CpuCounters>,
     /// /sys/kernel/sched_ext/state and root/ops at the end of the window.

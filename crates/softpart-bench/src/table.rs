@@ -495,6 +495,8 @@ command = "y"
             wall_ns: 2_000_000_000,
             cpuacct_wall_ns: 0,
             snapshot_read_ns: 0,
+            snapshot_read_on_cpu_ns: 0,
+            snapshot_read_runnable_ns: 0,
             groups,
             cpus: vec![
                 CpuCounters {

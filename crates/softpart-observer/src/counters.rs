@@ -53,6 +53,19 @@ pub struct Snapshot {
     /// window's CPU time can be off by up to this much per CPU.
     #[serde(default)]
     pub read_ns: u64,
+    /// Of the read (give or take a tick): the reading thread's time on a
+    /// CPU, and runnable but not running. The rest of `read_ns` it slept.
+    #[serde(default)]
+    pub read_on_cpu_ns: u64,
+    #[serde(default)]
+    pub read_runnable_ns: u64,
+}
+
+/// The first two fields of a /proc/*/schedstat line: time on a CPU and
+/// time waiting on a run queue (ns).
+pub fn parse_schedstat(line: &str) -> Option<(u64, u64)> {
+    let mut f = line.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
 }
 
 fn sub_vec(a: &[u64], b: &[u64]) -> Vec<u64> {
@@ -113,9 +126,16 @@ impl Snapshot {
                 }
             })
             .collect();
+        let longer = if self.read_ns >= earlier.read_ns {
+            self
+        } else {
+            earlier
+        };
         Window {
             wall_ns: self.at_ns.saturating_sub(earlier.at_ns),
-            read_ns: self.read_ns.max(earlier.read_ns),
+            read_ns: longer.read_ns,
+            read_on_cpu_ns: longer.read_on_cpu_ns,
+            read_runnable_ns: longer.read_runnable_ns,
             groups,
             cpus,
         }
@@ -128,6 +148,11 @@ pub struct Window {
     /// The longer of the two snapshots' read times (Snapshot::read_ns).
     #[serde(default)]
     pub read_ns: u64,
+    /// That read's split (Snapshot::read_on_cpu_ns, read_runnable_ns).
+    #[serde(default)]
+    pub read_on_cpu_ns: u64,
+    #[serde(default)]
+    pub read_runnable_ns: u64,
     pub groups: BTreeMap<u64, GroupCounters>,
     pub cpus: Vec<CpuCounters>,
 }
@@ -253,5 +278,40 @@ mod tests {
             7,
             "a new group counts from zero"
         );
+    }
+
+    #[test]
+    fn window_keeps_the_split_of_its_longer_read() {
+        let a = Snapshot {
+            read_ns: 900,
+            read_on_cpu_ns: 100,
+            read_runnable_ns: 700,
+            ..Default::default()
+        };
+        let b = Snapshot {
+            at_ns: 5_000,
+            read_ns: 300,
+            read_on_cpu_ns: 250,
+            read_runnable_ns: 0,
+            ..Default::default()
+        };
+        let w = b.since(&a);
+        assert_eq!(
+            (w.read_ns, w.read_on_cpu_ns, w.read_runnable_ns),
+            (900, 100, 700)
+        );
+        let w = b.since(&Snapshot::default());
+        assert_eq!(
+            (w.read_ns, w.read_on_cpu_ns, w.read_runnable_ns),
+            (300, 250, 0)
+        );
+    }
+
+    #[test]
+    fn schedstat_lines_parse_or_say_none() {
+        assert_eq!(parse_schedstat("123456 7890 42\n"), Some((123456, 7890)));
+        assert_eq!(parse_schedstat("123456\n"), None);
+        assert_eq!(parse_schedstat("x 1 2"), None);
+        assert_eq!(parse_schedstat(""), None);
     }
 }

@@ -46,6 +46,18 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The calling thread's time on a CPU and time runnable but waiting for
+/// one (ns), from /proc/thread-self/schedstat; zeros where the kernel has
+/// no schedstat. Brackets a snapshot read, so that a long read says
+/// whether the thread ran (a vCPU the host did not run, or a slow system
+/// call), waited behind other guest work, or neither (it slept).
+fn thread_times() -> (u64, u64) {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| counters::parse_schedstat(&s))
+        .unwrap_or((0, 0))
+}
+
 /// Where each CPU id sits, from sysfs (via scx_utils). Core and LLC ids are
 /// renumbered to be unique machine-wide; absent CPU ids get a place of
 /// their own so that they never look close to anything.
@@ -188,6 +200,7 @@ impl Observer {
             .collect();
         let (nr_waiting, wait_since, wait_total) =
             (bss.nr_waiting, bss.wait_since_ns, bss.wait_total_ns);
+        let times0 = thread_times();
         let at_ns = monotonic_ns();
 
         let mut groups = BTreeMap::new();
@@ -223,6 +236,7 @@ impl Observer {
         counters::add_running(&mut groups, &before, &after, at_ns, NR_BUCKETS);
         groups.retain(|cgid, _| wanted(cgid));
         let read_ns = monotonic_ns().saturating_sub(at_ns);
+        let times1 = thread_times();
 
         let wait_clock = if nr_waiting > 0 && at_ns > wait_since {
             wait_total + (at_ns - wait_since)
@@ -250,6 +264,8 @@ impl Observer {
             cpus,
             groups_full: bss.groups_full,
             read_ns,
+            read_on_cpu_ns: times1.0.saturating_sub(times0.0),
+            read_runnable_ns: times1.1.saturating_sub(times0.1),
         })
     }
 }
