@@ -47,15 +47,26 @@ pub fn monotonic_ns() -> u64 {
 }
 
 /// The calling thread's time on a CPU and time runnable but waiting for
-/// one (ns), from /proc/thread-self/schedstat; zeros where the kernel has
-/// no schedstat. Brackets a snapshot read, so that a long read says
-/// whether the thread ran (a vCPU the host did not run, or a slow system
-/// call), waited behind other guest work, or neither (it slept).
+/// one (ns). Brackets a snapshot read, so that a long read says whether the
+/// thread ran (a vCPU the host did not run, or a slow system call), waited
+/// behind other guest work, or neither (it slept). The CPU time is the
+/// thread CPU clock, which brings the running thread's count up to now;
+/// schedstat's first field can lag by a tick or more (a 1 ms read once
+/// showed 16 ms on a CPU). Its second field, the wait, is complete once
+/// the thread runs again. The wait is 0 where the kernel has no schedstat.
 fn thread_times() -> (u64, u64) {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let on_cpu = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    let waited = std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|s| counters::parse_schedstat(&s))
-        .unwrap_or((0, 0))
+        .map_or(0, |(_, w)| w);
+    (on_cpu, waited)
 }
 
 /// Where each CPU id sits, from sysfs (via scx_utils). Core and LLC ids are
