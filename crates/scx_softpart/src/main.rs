@@ -57,6 +57,15 @@ const SCHEDULER_NAME: &str = "scx_softpart";
 ///
 /// Stop it with Ctrl-C or SIGTERM: the kernel then returns every task to
 /// the default scheduler. If this process dies, the kernel does the same.
+/// When a wakeup bound for an idle CPU away from home waits at home
+/// instead (`--queued-spill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum QueuedSpill {
+    Off,
+    Sync,
+    Always,
+}
+
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Opts {
@@ -121,12 +130,21 @@ struct Opts {
     #[arg(long)]
     wake_sync: bool,
 
-    /// A wakeup that finds no idle CPU at home and one elsewhere waits in
-    /// its home's queue, and that idle CPU is kicked, instead of the task
-    /// going straight onto it: a home CPU freeing up first runs it. Off by
-    /// default (an experiment: docs/experiments.md, "Queued spills").
-    #[arg(long)]
-    queued_spill: bool,
+    /// A wakeup that finds no idle CPU at home but one elsewhere: whether
+    /// it waits in its home's queue, with that idle CPU kicked, instead of
+    /// going straight onto it, so that a home CPU freeing up first runs it.
+    /// "sync" (default): only when the waker says it is about to sleep (a
+    /// pipe or socket write) on a CPU that serves that queue; "always"
+    /// (also plain --queued-spill); "off". docs/design.md, Queued spills.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value_t = QueuedSpill::Sync,
+        num_args = 0..=1,
+        default_missing_value = "always"
+    )]
+    queued_spill: QueuedSpill,
 
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
@@ -424,7 +442,8 @@ impl<'a> Scheduler<'a> {
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
         rodata.wake_sync = opts.wake_sync;
-        rodata.queued_spill = opts.queued_spill;
+        rodata.queued_spill = opts.queued_spill == QueuedSpill::Always;
+        rodata.queued_spill_sync = opts.queued_spill == QueuedSpill::Sync;
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
             // Distinct ids below max_nodes: they fit idle_nodes[].
@@ -1409,4 +1428,35 @@ fn main() -> Result<()> {
     }
     let _ = std::fs::remove_file(&opts.control_socket);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued_spill(args: &[&str]) -> Result<QueuedSpill, clap::Error> {
+        let argv = std::iter::once("scx_softpart").chain(args.iter().copied());
+        Opts::try_parse_from(argv).map(|o| o.queued_spill)
+    }
+
+    #[test]
+    fn queued_spill_defaults_to_sync_and_the_bare_flag_means_always() {
+        assert_eq!(queued_spill(&[]).unwrap(), QueuedSpill::Sync);
+        assert_eq!(
+            queued_spill(&["--queued-spill"]).unwrap(),
+            QueuedSpill::Always
+        );
+        assert_eq!(
+            queued_spill(&["--queued-spill=off"]).unwrap(),
+            QueuedSpill::Off
+        );
+        assert_eq!(
+            queued_spill(&["--queued-spill", "sync"]).unwrap(),
+            QueuedSpill::Sync
+        );
+        let err = queued_spill(&["--queued-spill=sometimes"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sometimes"), "{err}");
+    }
 }

@@ -41,6 +41,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         "spill-paths-newest",
         include_str!("../guest-tests/spill-paths-newest.toml"),
     ),
+    (
+        "spill-futex",
+        include_str!("../guest-tests/spill-futex.toml"),
+    ),
     ("swap-back", include_str!("../guest-tests/swap-back.toml")),
     (
         "cgroup-made-again",
@@ -156,6 +160,10 @@ const TESTS: &[(&str, Check)] = &[
     (
         "spills_through_our_own_idle_search",
         spills_through_own_search,
+    ),
+    (
+        "spills_wait_at_home_only_after_sync_wakeups",
+        queued_spills_follow_sync_wakeups,
     ),
     (
         "idle_masks_per_node_where_the_kernel_has_them",
@@ -902,6 +910,39 @@ fn spills_through_own_search(r: &Results) -> Result<String> {
     }
     Ok(format!(
         "{away} wakeups away from home by our own search, granted {share:.2} x eevdf"
+    ))
+}
+
+/// Queued spills (default "sync"): hackbench's spills, woken by socket
+/// writes, mostly wait at home first (67-70% of them in the experiments);
+/// sysbench threads' futex wakes never do (0-3 of ~1500, system tasks'
+/// own sync wakeups); --queued-spill=off queues none.
+fn queued_spills_follow_sync_wakeups(r: &Results) -> Result<String> {
+    let spills = |scenario: &str, policy: &str| -> Result<(u64, u64)> {
+        let c = exit_counters(r, scenario, policy)?;
+        let get = |k: &str| c[k].as_u64().unwrap_or(0);
+        let away: u64 = AWAY_PICKS.iter().map(|k| get(k)).sum();
+        if away < 100 {
+            bail!("{scenario} {policy}: only {away} wakeups away from home, too few to judge: {c}");
+        }
+        Ok((get("spill_queued"), away))
+    };
+    let (sync_q, sync_away) = spills("spill-paths", "softpart")?;
+    if sync_q * 10 < sync_away * 3 {
+        bail!("hackbench: {sync_q} of {sync_away} spills queued at home, expected most");
+    }
+    let (futex_q, futex_away) = spills("spill-futex", "softpart")?;
+    if futex_q * 50 > futex_away {
+        bail!(
+            "sysbench threads: {futex_q} of {futex_away} spills queued, futex wakes are not sync"
+        );
+    }
+    let (off_q, off_away) = spills("spill-paths", "softpart:--queued-spill=off")?;
+    if off_q != 0 {
+        bail!("--queued-spill=off: {off_q} of {off_away} spills queued");
+    }
+    Ok(format!(
+        "queued at home: hackbench {sync_q} of {sync_away}, sysbench threads {futex_q} of {futex_away}, --queued-spill=off {off_q} of {off_away}"
     ))
 }
 
