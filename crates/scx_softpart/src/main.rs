@@ -43,6 +43,18 @@ use std::time::Duration;
 
 const SCHEDULER_NAME: &str = "scx_softpart";
 
+/// When a wakeup bound for an idle CPU away from home waits at home
+/// instead (`--queued-spill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum QueuedSpill {
+    /// Never: every spill goes straight onto the idle CPU.
+    Off,
+    /// Only wakeups whose waker is about to sleep at the task's home.
+    Sync,
+    /// Every spill.
+    Always,
+}
+
 /// scx_softpart: soft CPU partitions for hosts that run several workloads
 /// side by side.
 ///
@@ -57,15 +69,6 @@ const SCHEDULER_NAME: &str = "scx_softpart";
 ///
 /// Stop it with Ctrl-C or SIGTERM: the kernel then returns every task to
 /// the default scheduler. If this process dies, the kernel does the same.
-/// When a wakeup bound for an idle CPU away from home waits at home
-/// instead (`--queued-spill`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum QueuedSpill {
-    Off,
-    Sync,
-    Always,
-}
-
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Opts {
@@ -442,8 +445,11 @@ impl<'a> Scheduler<'a> {
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
         rodata.wake_sync = opts.wake_sync;
-        rodata.queued_spill = opts.queued_spill == QueuedSpill::Always;
-        rodata.queued_spill_sync = opts.queued_spill == QueuedSpill::Sync;
+        rodata.queued_spill = match opts.queued_spill {
+            QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
+            QueuedSpill::Sync => bpf_intf::sp_queued_spill_SP_QSPILL_SYNC,
+            QueuedSpill::Always => bpf_intf::sp_queued_spill_SP_QSPILL_ALWAYS,
+        };
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
             // Distinct ids below max_nodes: they fit idle_nodes[].
@@ -1437,6 +1443,17 @@ mod tests {
     fn queued_spill(args: &[&str]) -> Result<QueuedSpill, clap::Error> {
         let argv = std::iter::once("scx_softpart").chain(args.iter().copied());
         Opts::try_parse_from(argv).map(|o| o.queued_spill)
+    }
+
+    #[test]
+    fn help_keeps_the_schedulers_description() {
+        let cmd = <Opts as clap::CommandFactory>::command();
+        let about = cmd
+            .get_long_about()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        assert!(about.contains("soft CPU partitions"), "{about}");
+        assert!(about.contains("Stop it with Ctrl-C"), "{about}");
     }
 
     #[test]

@@ -35,6 +35,13 @@ enum softpart_consts {
 	SP_NR_HISTS = SP_NR_GROUP_SLOTS + SP_MAX_PARTS,
 };
 
+/* Which spills wait in the home's queue (--queued-spill). */
+enum sp_queued_spill {
+	SP_QSPILL_OFF,
+	SP_QSPILL_SYNC,		/* the waker is about to sleep at the task's home */
+	SP_QSPILL_ALWAYS,
+};
+
 /* How far a task moved between two runs, nearest first. */
 enum sp_dist {
 	SP_DIST_SMT,	/* to the other thread of the same core */

@@ -60,9 +60,8 @@ const volatile bool kernel_pick = true;
 const volatile bool idle_recheck = true;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
-/* A wakeup spilling to an idle CPU waits in its home's queue (--queued-spill). */
-const volatile bool queued_spill;
-const volatile bool queued_spill_sync;
+/* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
+const volatile u32 queued_spill = SP_QSPILL_SYNC;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -667,7 +666,7 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 	 * futex take the queued task back while the kicked CPU woke to nothing:
 	 * one sysbench-threads instance lost up to 15% of its CPU time.
 	 */
-	if (!queued_spill) {
+	if (queued_spill == SP_QSPILL_SYNC) {
 		s32 this_cpu = bpf_get_smp_processor_id();
 
 		if (!(wake_flags & SCX_WAKE_SYNC) ||
@@ -693,7 +692,7 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 	refresh_home(p, tctx);
 	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict);
 	if (cpu >= 0) {
-		if ((queued_spill || queued_spill_sync) && !evict &&
+		if (queued_spill != SP_QSPILL_OFF && !evict &&
 		    queue_spill(p, tctx, prev_cpu, cpu, wake_flags))
 			return prev_cpu;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
