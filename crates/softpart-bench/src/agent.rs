@@ -3,6 +3,7 @@
 //! cgroups, measures a window with the observer and cpuacct, stops them,
 //! and sends the counts to the host.
 
+use crate::balancer_moves;
 use crate::plan::{
     GroupResult, GuestInfo, Message, Plan, PlannedScenario, ProgCost, RunResult, SchedulerExit,
 };
@@ -565,6 +566,7 @@ fn run_once(
             .map(|w| cgroups::id_of(&w.cg))
             .collect::<std::io::Result<_>>()?;
         let realtime = softpart_observer::RealtimeReads::start();
+        let window_start = Instant::now();
         let acct0_ns = softpart_observer::monotonic_ns();
         let acct0: Vec<Vec<u64>> = workloads
             .iter()
@@ -583,7 +585,17 @@ fn run_once(
         let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let window = s1.since(&s0);
 
-        let probes = sc.probe_commands().iter().map(|p| run_probe(p)).collect();
+        let mut probes: Vec<_> = sc.probe_commands().iter().map(|p| run_probe(p)).collect();
+        if sc.balancer_moves
+            && let Some(v) = balancer_moves::stat()
+        {
+            let since = window_start.elapsed().as_secs_f64();
+            probes.push((
+                "softpart stat --json (balancer moves against the window)".to_string(),
+                0,
+                balancer_moves::figures(&v, since),
+            ));
+        }
         let mut early_exits = Vec::new();
         for w in workloads.iter_mut() {
             if let Some(st) = w.child.try_wait()? {

@@ -2,6 +2,7 @@
 //! policies in one boot, and reports what each scheduler decided.
 
 mod agent;
+mod balancer_moves;
 mod checks;
 mod freeze;
 mod guest;

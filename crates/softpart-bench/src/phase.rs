@@ -6,10 +6,9 @@
 //! and in balancing periods, and how many moves it made. Results are
 //! `figure NAME VALUE` lines in a file the bench reads through a probe.
 
+use crate::balancer_moves::{moves_and_latest, stat};
 use anyhow::{Context, Result};
-use softpart_core::control::StatView;
 use std::fmt::Write as _;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -38,25 +37,6 @@ fn spin(stop: Arc<AtomicBool>) {
             std::hint::black_box(x);
         }
     });
-}
-
-fn stat() -> Option<StatView> {
-    let out = Command::new("softpart")
-        .args(["stat", "--json"])
-        .output()
-        .ok()?;
-    serde_json::from_slice(&out.stdout).ok()
-}
-
-/// (moves so far over all groups, the latest move's age in s).
-fn moves_and_latest(v: &StatView) -> (u64, Option<f64>) {
-    let moves = v.groups.iter().map(|g| g.moves).sum();
-    let latest = v
-        .groups
-        .iter()
-        .filter_map(|g| g.last_move_s_ago)
-        .reduce(f64::min);
-    (moves, latest)
 }
 
 pub fn main(o: PhaseOpts) -> Result<()> {

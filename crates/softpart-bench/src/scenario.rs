@@ -46,6 +46,11 @@ pub struct Scenario {
     /// for the policies without scx_softpart.
     #[serde(default)]
     pub scheduler_rates: std::collections::BTreeMap<String, String>,
+    /// Report the group balancer's moves against the measured window
+    /// (`moves`, `groups_moved_in_window`, `last_move_from_window_start_s`;
+    /// see balancer_moves.rs). No figure where no group is balanced.
+    #[serde(default)]
+    pub balancer_moves: bool,
     /// Files written in the guest before the scenario runs (absolute path
     /// = content), e.g. a config file a policy's arguments name.
     #[serde(default)]
