@@ -20,8 +20,9 @@ experiments: build
 	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
 
 # Issue 5's soak run (about 35 minutes under TCG; not part of `make test`).
+# KERNEL=linux-image-7.3.4+deb13-amd64 boots that guest kernel instead.
 soak: build
-	$(ENV) target/release/softpart-bench run scenarios/soak/*.toml --out results/soak
+	$(ENV) target/release/softpart-bench run scenarios/soak/*.toml $(if $(KERNEL),--kernel $(KERNEL)) --out results/soak
 
 lint: setup
 	$(ENV) cargo fmt --all -- --check

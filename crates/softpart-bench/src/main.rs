@@ -79,9 +79,32 @@ struct RunOpts {
     /// `{load}` of its commands): to re-run some rows of a table.
     #[arg(long, value_delimiter = ',')]
     loads: Option<Vec<u32>>,
+    /// Boot this guest kernel for every scenario, overriding the scenario
+    /// files' `kernel` and scripts/versions.sh's: a Debian trixie-backports
+    /// package name, e.g. linux-image-7.3.4+deb13-amd64.
+    #[arg(long, value_parser = parse_kernel_pkg)]
+    kernel: Option<String>,
     /// Where to write the JSON results and tables.
     #[arg(long, default_value = "results")]
     out: PathBuf,
+}
+
+/// A kernel image package name as scripts/guest-kernel.sh takes it; it
+/// becomes part of a directory name, so nothing that could leave it.
+fn parse_kernel_pkg(s: &str) -> Result<String, String> {
+    let rest = s.strip_prefix("linux-image-").unwrap_or("");
+    let ok = rest.starts_with(|c: char| c.is_ascii_digit())
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.~_".contains(c));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a kernel image package name (linux-image-VERSION-amd64, \
+             e.g. linux-image-7.3.4+deb13-amd64)"
+        ))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -374,6 +397,22 @@ fn report(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One guest boot per topology and kernel, in the order the scenarios
+/// first name them; each boot runs every scenario that shares both.
+fn boot_groups(scenarios: &[Scenario]) -> Vec<Vec<Scenario>> {
+    let mut groups: Vec<Vec<Scenario>> = Vec::new();
+    for sc in scenarios {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].topology == sc.topology && g[0].kernel == sc.kernel)
+        {
+            Some(g) => g.push(sc.clone()),
+            None => groups.push(vec![sc.clone()]),
+        }
+    }
+    groups
+}
+
 fn run(o: RunOpts) -> Result<()> {
     let mut scenarios = Vec::new();
     for p in &o.scenarios {
@@ -386,20 +425,20 @@ fn run(o: RunOpts) -> Result<()> {
             sc.loads = l.clone();
             sc.validate().context("--loads")?;
         }
+        if let Some(k) = &o.kernel {
+            sc.kernel = Some(k.clone());
+        }
         scenarios.push(sc);
     }
     std::fs::create_dir_all(&o.out)?;
-    let mut topologies: Vec<String> = scenarios.iter().map(|s| s.topology.clone()).collect();
-    topologies.dedup();
     let mut failed = false;
-    for topo in topologies {
-        let group: Vec<Scenario> = scenarios
-            .iter()
-            .filter(|s| s.topology == topo)
-            .cloned()
-            .collect();
+    for group in boot_groups(&scenarios) {
+        let topo = group[0].topology.clone();
         let plan = plan_for(&group, o.policies.as_deref(), o.reps)?;
-        let workdir = o.out.join(format!("guest-{topo}"));
+        let workdir = o.out.join(match &group[0].kernel {
+            None => format!("guest-{topo}"),
+            Some(k) => format!("guest-{topo}-{}", k.trim_start_matches("linux-image-")),
+        });
         eprintln!(
             "softpart-bench: booting a {topo} guest for {} (timeout {:.0} s)",
             group
@@ -485,6 +524,75 @@ mod tests {
             })
             .collect();
         plan_for(&scenarios, None, None).unwrap()
+    }
+
+    fn scenario(name: &str, topology: &str, kernel: Option<&str>) -> Scenario {
+        let kernel = kernel
+            .map(|k| format!("kernel = \"{k}\"\n"))
+            .unwrap_or_default();
+        toml::from_str(&format!(
+            "name = \"{name}\"\ndescription = \"d\"\ntopology = \"{topology}\"\nduration_s = 1\n{kernel}\
+             [[group]]\nname = \"g\"\ncommand = \"true\"\n"
+        ))
+        .unwrap()
+    }
+
+    fn names(groups: &[Vec<Scenario>]) -> Vec<Vec<&str>> {
+        groups
+            .iter()
+            .map(|g| g.iter().map(|s| s.name.as_str()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn one_boot_per_topology_and_kernel_in_first_named_order() {
+        let k7 = Some("linux-image-7.3.4+deb13-amd64");
+        let scs = [
+            scenario("a", "2n2c2t", None),
+            scenario("b", "4n2c2t", None),
+            scenario("c", "2n2c2t", None),
+            scenario("d", "2n2c2t", k7),
+            scenario("e", "2n2c2t", k7),
+        ];
+        assert_eq!(
+            names(&boot_groups(&scs)),
+            vec![vec!["a", "c"], vec!["b"], vec!["d", "e"]]
+        );
+    }
+
+    #[test]
+    fn kernel_option_takes_package_names_only() {
+        assert!(parse_kernel_pkg("linux-image-7.3.4+deb13-amd64").is_ok());
+        assert!(parse_kernel_pkg("linux-image-6.17.13+deb13-amd64").is_ok());
+        for bad in [
+            "7.3.4",
+            "linux-image-",
+            "linux-image-amd64",
+            "linux-image-7.3/../x",
+            "linux-image-7 3",
+        ] {
+            let err = parse_kernel_pkg(bad).unwrap_err();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn kernel_option_is_parsed_by_the_run_command() {
+        let cli = Cli::try_parse_from([
+            "softpart-bench",
+            "run",
+            "x.toml",
+            "--kernel",
+            "linux-image-7.3.4+deb13-amd64",
+        ])
+        .unwrap();
+        let Cmd::Run(o) = cli.cmd else {
+            panic!("not run")
+        };
+        assert_eq!(o.kernel.as_deref(), Some("linux-image-7.3.4+deb13-amd64"));
+        assert!(
+            Cli::try_parse_from(["softpart-bench", "run", "x.toml", "--kernel", "7.3"]).is_err()
+        );
     }
 
     fn done(name: &str) -> Message {
