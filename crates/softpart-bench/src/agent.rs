@@ -8,6 +8,7 @@ use crate::plan::{
     GroupResult, GuestInfo, Message, Plan, PlannedScenario, ProgCost, RunResult, SchedulerExit,
 };
 use crate::scenario::{Policy, Scenario};
+use crate::watchdog;
 use anyhow::{Context, Result, bail};
 use softpart_core::cpulist;
 use softpart_core::topo::GuestTopo;
@@ -15,7 +16,6 @@ use softpart_observer::{Observer, cgroups};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -37,92 +37,10 @@ impl Channel {
         let line = serde_json::to_string(m).unwrap_or_else(|e| {
             format!("{{\"kind\":\"Error\",\"context\":\"encode\",\"message\":\"{e}\"}}")
         });
-        // One write per line: the stuck-scheduler watchdog writes its own
+        // One write per line: the watchdog (watchdog.rs) writes its own
         // lines on another descriptor of the same tty.
         let _ = self.0.write_all(format!("{line}\n").as_bytes());
     }
-}
-
-/// Watches for sched_ext stuck half-attached or half-detached (`enabling`
-/// or `disabling` for 30 s: an attachment that hangs, as one racing a CPU
-/// hotplug did). The thread is SCHED_FIFO, which sched_ext never
-/// schedules, and never forks (a stuck attachment holds off every fork),
-/// so it runs when every normal task is stuck. It has the kernel print the
-/// blocked tasks and every CPU's stack, reads them back from /dev/kmsg
-/// (the console's printing thread may be one of the stuck tasks) and sends
-/// them as an error. Once per boot.
-fn watch_for_a_stuck_scheduler() {
-    std::thread::spawn(|| {
-        let param = libc::sched_param { sched_priority: 50 };
-        // SAFETY: sets the calling thread's policy from a valid struct.
-        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-            return;
-        }
-        let (Ok(mut out), Ok(mut kmsg)) = (
-            fs::OpenOptions::new().write(true).open(RESULTS_TTY),
-            fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open("/dev/kmsg"),
-        ) else {
-            return;
-        };
-        let mut stuck_for = 0;
-        loop {
-            std::thread::sleep(Duration::from_secs(5));
-            // Drain what is there, so the dump below reads only new records.
-            let _ = read_kmsg(&mut kmsg);
-            let state = read_trim(SCX_STATE);
-            stuck_for = if state == "enabling" || state == "disabling" {
-                stuck_for + 5
-            } else {
-                0
-            };
-            if stuck_for < 30 {
-                continue;
-            }
-            let _ = fs::write("/proc/sysrq-trigger", "w");
-            let _ = fs::write("/proc/sysrq-trigger", "l");
-            std::thread::sleep(Duration::from_secs(2));
-            let mut dump = read_kmsg(&mut kmsg);
-            if dump.len() > 24000 {
-                dump.truncate(
-                    (0..=24000)
-                        .rev()
-                        .find(|&i| dump.is_char_boundary(i))
-                        .unwrap_or(0),
-                );
-                dump.push_str("\n(cut)");
-            }
-            let m = Message::Error {
-                context: format!("guest watchdog: sched_ext {state} for {stuck_for} s"),
-                message: dump,
-            };
-            if let Ok(line) = serde_json::to_string(&m) {
-                let _ = out.write_all(format!("{line}\n").as_bytes());
-            }
-            return;
-        }
-    });
-}
-
-/// The message text of every /dev/kmsg record not read yet.
-fn read_kmsg(kmsg: &mut fs::File) -> String {
-    use std::io::Read;
-    let mut text = String::new();
-    let mut buf = vec![0u8; 8192];
-    // One record per read; EAGAIN when there is no more.
-    while let Ok(n) = kmsg.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        let rec = String::from_utf8_lossy(&buf[..n]);
-        if let Some((_, msg)) = rec.split_once(';') {
-            text.push_str(msg.lines().next().unwrap_or(""));
-            text.push('\n');
-        }
-    }
-    text
 }
 
 fn read_trim(path: &str) -> String {
@@ -173,7 +91,7 @@ pub fn main(plan_path: &Path) -> Result<()> {
         .open(RESULTS_TTY)
         .with_context(|| format!("opening the results channel {RESULTS_TTY}"))?;
     let mut ch = Channel(tty);
-    watch_for_a_stuck_scheduler();
+    watchdog::start(RESULTS_TTY);
     if let Ok(mut beat) = fs::OpenOptions::new().write(true).open(HEARTBEAT_TTY) {
         std::thread::spawn(move || {
             while beat.write_all(b".").and_then(|_| beat.flush()).is_ok() {

@@ -130,6 +130,8 @@ mount -t tmpfs tmp /tmp
 mount -t bpf bpf /sys/fs/bpf
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# The watchdog reads the runnable tasks per CPU from sched/debug.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t cgroup -o cpuacct cpuacct /acct
 ulimit -l unlimited
 # A task stuck in the kernel is reported with its stack after 30 s, not

@@ -12,6 +12,7 @@ mod reaction;
 mod reliability;
 mod scenario;
 mod table;
+mod watchdog;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
