@@ -164,6 +164,13 @@ fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Resul
     for rep in 0..ps.reps {
         for (label, policy) in &ps.policies {
             println!("agent: {} rep {} policy {label}", sc.name, rep + 1);
+            let revived = bring_cpus_online();
+            if !revived.is_empty() {
+                println!(
+                    "agent: brought CPUs {} back online",
+                    cpulist::format(&revived)
+                );
+            }
             let sched = match start_policy(policy) {
                 Ok(s) => s,
                 Err(e) => {
@@ -191,6 +198,28 @@ fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Resul
         }
     }
     Ok(())
+}
+
+/// Every run starts with every CPU online: a workload that takes CPUs
+/// offline (the soak's hotplug loop) may be stopped between its offline
+/// and online steps, and the next run's homes would then name missing
+/// CPUs. Done before the scheduler starts, whose attachment a CPU coming
+/// online would end. Returns the CPUs it brought back.
+fn bring_cpus_online() -> std::collections::BTreeSet<usize> {
+    let mut revived = std::collections::BTreeSet::new();
+    for cpu in 1.. {
+        let path = format!("/sys/devices/system/cpu/cpu{cpu}/online");
+        if !Path::new(&path).exists() {
+            if Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}")).exists() {
+                continue;
+            }
+            break;
+        }
+        if read_trim(&path) == "0" && fs::write(&path, "1").is_ok() {
+            revived.insert(cpu);
+        }
+    }
+    revived
 }
 
 struct RunningScheduler {

@@ -75,20 +75,78 @@ impl Stall {
     }
 }
 
-/// From the scheduler's debug file, each CPU's heading and run count and
-/// the tasks it counts as runnable (state R; `>R` is the one running):
-/// which task keeps a CPU busy. Every other task of the CPU is left out.
+/// From the scheduler's debug file, one line per CPU: its run count, the
+/// task running there and the tasks it counts as runnable (state R),
+/// grouped by name with their pids when alone: which task keeps a CPU
+/// busy, in a few hundred bytes even when 60 tasks wait on one CPU.
 pub fn runnable_tasks(sched_debug: &str) -> String {
-    let mut out = String::new();
+    struct Cpu {
+        heading: String,
+        nr_running: String,
+        running: Vec<String>,
+        runnable: Vec<(String, String)>,
+    }
+    let mut cpus: Vec<Cpu> = Vec::new();
     for line in sched_debug.lines() {
-        let b = line.as_bytes();
-        let task_running =
-            b.len() > 2 && (b[0] == b' ' || b[0] == b'>') && b[1] == b'R' && b[2] == b' ';
-        if line.starts_with("cpu#") || line.trim_start().starts_with(".nr_running") || task_running
-        {
-            out.push_str(line.trim_end());
-            out.push('\n');
+        if let Some(rest) = line.strip_prefix("cpu#") {
+            cpus.push(Cpu {
+                heading: format!("cpu#{}", rest.split(',').next().unwrap_or(rest)),
+                nr_running: "?".into(),
+                running: Vec::new(),
+                runnable: Vec::new(),
+            });
+            continue;
         }
+        let Some(cpu) = cpus.last_mut() else {
+            continue;
+        };
+        let t = line.trim_start();
+        if let Some(v) = t.strip_prefix(".nr_running") {
+            cpu.nr_running = v.trim_start_matches([' ', ':']).trim().to_string();
+            continue;
+        }
+        let b = line.as_bytes();
+        if b.len() > 2 && (b[0] == b' ' || b[0] == b'>') && b[1] == b'R' && b[2] == b' ' {
+            let mut f = line[2..].split_whitespace();
+            let (name, pid) = (f.next().unwrap_or("?"), f.next().unwrap_or("?"));
+            if b[0] == b'>' {
+                cpu.running.push(format!("{name}[{pid}]"));
+            } else {
+                cpu.runnable.push((name.to_string(), pid.to_string()));
+            }
+        }
+    }
+    let mut out = String::new();
+    for c in cpus {
+        let mut by_name: Vec<(String, Vec<String>)> = Vec::new();
+        for (name, pid) in c.runnable {
+            match by_name.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, pids)) => pids.push(pid),
+                None => by_name.push((name, vec![pid])),
+            }
+        }
+        let waiting: Vec<String> = by_name
+            .iter()
+            .map(|(n, pids)| match pids.as_slice() {
+                [pid] => format!("{n}[{pid}]"),
+                _ => format!("{n} x{}", pids.len()),
+            })
+            .collect();
+        out.push_str(&format!(
+            "{}: nr_running {}; running {}; runnable {}\n",
+            c.heading,
+            c.nr_running,
+            if c.running.is_empty() {
+                "-".into()
+            } else {
+                c.running.join(" ")
+            },
+            if waiting.is_empty() {
+                "-".into()
+            } else {
+                waiting.join(", ")
+            },
+        ));
     }
     out
 }
@@ -327,10 +385,10 @@ mod tests {
     }
 
     #[test]
-    fn runnable_tasks_keeps_cpu_headings_and_r_tasks_only() {
+    fn runnable_tasks_is_one_line_per_cpu_with_what_keeps_it_busy() {
         let debug = "\
 cpu#6, 2400.000 MHz
-  .nr_running                    : 1
+  .nr_running                    : 4
   .nr_switches                   : 1234
 runnable tasks:
  S            task   PID
@@ -338,16 +396,17 @@ runnable tasks:
  I          rcu_gp     3 0.000
  S         cpuhp/6    44 0.000
  R     kworker/6:1    51 0.000
->R         swapper     0 0.000
- D      hotplug.sh   300 0.000
+ R       stress-ng  1001 0.000
+ R       stress-ng  1002 0.000
+>R    hotplug.sh   300 0.000
+ D      cgroup-rm   301 0.000
 cpu#7, 2400.000 MHz
   .nr_running                    : 0
 ";
         assert_eq!(
             runnable_tasks(debug),
-            "cpu#6, 2400.000 MHz\n  .nr_running                    : 1\n \
-             R     kworker/6:1    51 0.000\n>R         swapper     0 0.000\n\
-             cpu#7, 2400.000 MHz\n  .nr_running                    : 0\n"
+            "cpu#6: nr_running 4; running hotplug.sh[300]; runnable kworker/6:1[51], stress-ng x2\n\
+             cpu#7: nr_running 0; running -; runnable -\n"
         );
     }
 
