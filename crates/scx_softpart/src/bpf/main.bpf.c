@@ -251,10 +251,22 @@ static __always_inline u32 cpu_attr(const volatile u32 *attr, s32 cpu)
 /* An idle CPU of @cpus, claimed, searching @near_cpu's node first; or -1. */
 static __always_inline s32 pick_idle(const struct cpumask *cpus, s32 near_cpu, u64 flags)
 {
-	if (idle_per_node)
-		return __COMPAT_scx_bpf_pick_idle_cpu_node(cpus, cpu_attr(cpu_node, near_cpu),
-							   flags);
-	return scx_bpf_pick_idle_cpu(cpus, flags);
+	u32 node;
+
+	if (!idle_per_node)
+		return scx_bpf_pick_idle_cpu(cpus, flags);
+	/*
+	 * A CPU that was offline when we attached has no known node: its
+	 * cpu_node[] entry is an id of its own, past any node (main.rs), and
+	 * the kernel ends the scheduler on a node id it does not have. Such
+	 * a CPU runs tasks for a moment when it comes back, before the
+	 * kernel detaches us for the hotplug: the soak lost scx_softpart to
+	 * "invalid node 65540" (CPU 4) twice in 30 minutes so.
+	 */
+	node = cpu_attr(cpu_node, near_cpu);
+	if (node >= SP_MAX_NODES)
+		node = idle_nodes[0];
+	return __COMPAT_scx_bpf_pick_idle_cpu_node(cpus, node, flags);
 }
 
 /* Is a CPU of @cpus idle? Claims nothing. */
