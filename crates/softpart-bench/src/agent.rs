@@ -206,20 +206,12 @@ fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Resul
 /// CPUs. Done before the scheduler starts, whose attachment a CPU coming
 /// online would end. Returns the CPUs it brought back.
 fn bring_cpus_online() -> std::collections::BTreeSet<usize> {
-    let mut revived = std::collections::BTreeSet::new();
-    for cpu in 1.. {
-        let path = format!("/sys/devices/system/cpu/cpu{cpu}/online");
-        if !Path::new(&path).exists() {
-            if Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}")).exists() {
-                continue;
-            }
-            break;
-        }
-        if read_trim(&path) == "0" && fs::write(&path, "1").is_ok() {
-            revived.insert(cpu);
-        }
-    }
-    revived
+    // The kernel's list of CPUs possible but not online.
+    let offline = cpulist::parse(&read_trim("/sys/devices/system/cpu/offline")).unwrap_or_default();
+    offline
+        .into_iter()
+        .filter(|cpu| fs::write(format!("/sys/devices/system/cpu/cpu{cpu}/online"), "1").is_ok())
+        .collect()
 }
 
 struct RunningScheduler {

@@ -63,6 +63,25 @@ pub struct Scenario {
     pub groups: Vec<Group>,
 }
 
+/// A kernel image package name as scripts/guest-kernel.sh takes it (from
+/// a scenario's `kernel` or `softpart-bench run --kernel`); it becomes
+/// part of the guest's work directory name, so nothing that could leave it.
+pub fn parse_kernel_pkg(s: &str) -> std::result::Result<String, String> {
+    let rest = s.strip_prefix("linux-image-").unwrap_or("");
+    let ok = rest.starts_with(|c: char| c.is_ascii_digit())
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.~_".contains(c));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a kernel image package name (linux-image-VERSION-amd64, \
+             e.g. linux-image-7.3.4+deb13-amd64)"
+        ))
+    }
+}
+
 fn default_warmup() -> f64 {
     1.0
 }
@@ -175,6 +194,9 @@ impl Scenario {
 
     pub fn validate(&self) -> Result<()> {
         let topo = self.topo()?;
+        if let Some(k) = &self.kernel {
+            parse_kernel_pkg(k).map_err(|e| anyhow::anyhow!("field kernel: {e}"))?;
+        }
         if !(self.duration_s > 0.0 && self.duration_s <= 3600.0) {
             bail!(
                 "field duration_s = {}: must be in (0, 3600] seconds",
@@ -361,6 +383,37 @@ home = { cpus = "4-7" }
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn kernel_must_be_a_package_name() {
+        let with = |k: &str| {
+            GOOD.replacen(
+                "loads = [1, 2]",
+                &format!("loads = [1, 2]\nkernel = \"{k}\""),
+                1,
+            )
+        };
+        assert_eq!(
+            parse(&with("linux-image-7.3.4+deb13-amd64"))
+                .unwrap()
+                .kernel
+                .as_deref(),
+            Some("linux-image-7.3.4+deb13-amd64")
+        );
+        assert!(parse_kernel_pkg("linux-image-6.17.13+deb13-amd64").is_ok());
+        for bad in [
+            "7.3.4",
+            "linux-image-",
+            "linux-image-amd64",
+            "linux-image-7.3/../x",
+            "linux-image-7 3",
+        ] {
+            let err = parse_kernel_pkg(bad).unwrap_err();
+            assert!(err.contains(bad), "{err}");
+            let err = format!("{:#}", parse(&with(bad)).unwrap_err());
+            assert!(err.contains("field kernel") && err.contains(bad), "{err}");
+        }
     }
 
     #[test]
