@@ -74,6 +74,7 @@ fn guest_info() -> GuestInfo {
     let kernel = read_trim("/proc/sys/kernel/osrelease");
     GuestInfo {
         kernel,
+        cmdline: read_trim("/proc/cmdline"),
         nr_cpus: cpulist::parse(&read_trim("/sys/devices/system/cpu/online"))
             .map_or(0, |s| s.len()),
         nodes,

@@ -248,10 +248,16 @@ pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
         .filter(|(n, _)| only.is_empty() || only.iter().any(|o| o == n))
         .map(|(n, _)| scenario(n))
         .collect::<Result<Vec<_>>>()?;
-    // One boot per topology and kernel.
-    let boot_key = |s: &Scenario| match &s.kernel {
-        Some(k) => format!("{}@{k}", s.topology),
-        None => s.topology.clone(),
+    // One boot per topology, kernel and guest kernel parameters.
+    let boot_key = |s: &Scenario| {
+        let mut key = match &s.kernel {
+            Some(k) => format!("{}@{k}", s.topology),
+            None => s.topology.clone(),
+        };
+        for a in &s.guest_args {
+            key += &format!("-{a}");
+        }
+        key
     };
     let mut topologies: Vec<String> = scenarios.iter().map(boot_key).collect();
     topologies.sort();

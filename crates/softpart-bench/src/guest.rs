@@ -149,6 +149,8 @@ poweroff -f
 pub struct Guest {
     pub topo: GuestTopo,
     pub kernel: Kernel,
+    /// Extra kernel parameters (a scenario's `guest_args`, checked there).
+    pub extra_args: Vec<String>,
     /// Extra programs to carry (external schedulers), by name or path.
     pub extra_bins: Vec<String>,
     pub workdir: PathBuf,
@@ -253,6 +255,14 @@ impl Guest {
         for f in [&console, &results, &heartbeat, &monitor] {
             let _ = fs::remove_file(f);
         }
+        // nokaslr: a frozen guest's instruction pointers can then be named
+        // from any guest of the same kernel (crate::freeze).
+        let mut cmdline =
+            String::from("console=ttyS0 panic=-1 rdinit=/init loglevel=6 mitigations=off nokaslr");
+        for a in &self.extra_args {
+            cmdline.push(' ');
+            cmdline.push_str(a);
+        }
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max", "-nodefaults"])
             .args(["-display", "none", "-no-reboot"])
@@ -260,12 +270,8 @@ impl Guest {
             .arg(&self.kernel.vmlinuz)
             .arg("-initrd")
             .arg(&initrd)
-            .args([
-                "-append",
-                // nokaslr: a frozen guest's instruction pointers can then
-                // be named from any guest of the same kernel (crate::freeze).
-                "console=ttyS0 panic=-1 rdinit=/init loglevel=6 mitigations=off nokaslr",
-            ])
+            .arg("-append")
+            .arg(&cmdline)
             .arg("-serial")
             .arg(format!("file:{}", console.display()))
             .arg("-serial")

@@ -85,6 +85,11 @@ struct RunOpts {
     /// package name, e.g. linux-image-7.3.4+deb13-amd64.
     #[arg(long, value_parser = scenario::parse_kernel_pkg)]
     kernel: Option<String>,
+    /// Add this parameter to the guest kernel's command line for every
+    /// scenario, replacing the scenario files' `guest_args` (repeat for
+    /// several), e.g. --guest-arg idle=poll.
+    #[arg(long = "guest-arg", value_parser = scenario::parse_guest_arg)]
+    guest_args: Vec<String>,
     /// Where to write the JSON results and tables.
     #[arg(long, default_value = "results")]
     out: PathBuf,
@@ -306,6 +311,7 @@ fn boot_once(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
     let guest = guest::Guest {
         topo,
         kernel: guest::kernel(plan.scenarios[0].scenario.kernel.as_deref())?,
+        extra_args: plan.scenarios[0].scenario.guest_args.clone(),
         extra_bins,
         workdir: std::fs::canonicalize(workdir)?,
         timeout: plan_timeout(plan),
@@ -343,8 +349,17 @@ pub fn header(sc: &Scenario, info: Option<&GuestInfo>, reps: u32) -> String {
         ),
         None => ("?".into(), "?".into(), "?".into()),
     };
+    // Extra guest parameters change what the figures mean (idle=poll
+    // removes the halted vCPU's wake-up), so the header names them, as
+    // the guest itself reported its command line.
+    let args = if sc.guest_args.is_empty() {
+        String::new()
+    } else {
+        let seen = info.map_or("?", |i| i.cmdline.as_str());
+        format!("\nguest kernel command line: {seen}")
+    };
     format!(
-        "{} — {}\nkernel {kernel}, guest topology {} (NUMA nodes: {nodes}; SMT siblings: {smt}), QEMU TCG\n{}, {} reps x {} s per cell (after {} s warm-up); cells: median [min-max]",
+        "{} — {}\nkernel {kernel}, guest topology {} (NUMA nodes: {nodes}; SMT siblings: {smt}), QEMU TCG{args}\n{}, {} reps x {} s per cell (after {} s warm-up); cells: median [min-max]",
         sc.name,
         sc.description,
         sc.topology,
@@ -380,20 +395,36 @@ fn report(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One guest boot per topology and kernel, in the order the scenarios
-/// first name them; each boot runs every scenario that shares both.
+/// One guest boot per topology, kernel and guest kernel parameters, in
+/// the order the scenarios first name them; each boot runs every scenario
+/// that shares all three.
 fn boot_groups(scenarios: &[Scenario]) -> Vec<Vec<Scenario>> {
     let mut groups: Vec<Vec<Scenario>> = Vec::new();
     for sc in scenarios {
-        match groups
-            .iter_mut()
-            .find(|g| g[0].topology == sc.topology && g[0].kernel == sc.kernel)
-        {
+        match groups.iter_mut().find(|g| {
+            g[0].topology == sc.topology
+                && g[0].kernel == sc.kernel
+                && g[0].guest_args == sc.guest_args
+        }) {
             Some(g) => g.push(sc.clone()),
             None => groups.push(vec![sc.clone()]),
         }
     }
     groups
+}
+
+/// The directory a boot's logs go to: the topology, then the kernel and
+/// the extra guest parameters when the scenario names them (both checked
+/// to hold no path separators).
+fn guest_workdir_name(sc: &Scenario) -> String {
+    let mut name = format!("guest-{}", sc.topology);
+    if let Some(k) = &sc.kernel {
+        name += &format!("-{}", k.trim_start_matches("linux-image-"));
+    }
+    for a in &sc.guest_args {
+        name += &format!("-{a}");
+    }
+    name
 }
 
 fn run(o: RunOpts) -> Result<()> {
@@ -411,6 +442,9 @@ fn run(o: RunOpts) -> Result<()> {
         if let Some(k) = &o.kernel {
             sc.kernel = Some(k.clone());
         }
+        if !o.guest_args.is_empty() {
+            sc.guest_args = o.guest_args.clone();
+        }
         scenarios.push(sc);
     }
     std::fs::create_dir_all(&o.out)?;
@@ -418,10 +452,7 @@ fn run(o: RunOpts) -> Result<()> {
     for group in boot_groups(&scenarios) {
         let topo = group[0].topology.clone();
         let plan = plan_for(&group, o.policies.as_deref(), o.reps)?;
-        let workdir = o.out.join(match &group[0].kernel {
-            None => format!("guest-{topo}"),
-            Some(k) => format!("guest-{topo}-{}", k.trim_start_matches("linux-image-")),
-        });
+        let workdir = o.out.join(guest_workdir_name(&group[0]));
         eprintln!(
             "softpart-bench: booting a {topo} guest for {} (timeout {:.0} s)",
             group
@@ -560,6 +591,74 @@ mod tests {
         assert!(
             Cli::try_parse_from(["softpart-bench", "run", "x.toml", "--kernel", "7.3"]).is_err()
         );
+    }
+
+    #[test]
+    fn guest_args_split_boots_and_name_the_work_directory() {
+        let with_args = |name: &str, args: &[&str]| {
+            let mut sc = scenario(name, "2n1c1t", None);
+            sc.guest_args = args.iter().map(|a| a.to_string()).collect();
+            sc
+        };
+        let scs = [
+            with_args("halt", &[]),
+            with_args("poll", &["idle=poll"]),
+            with_args("halt2", &[]),
+            with_args("poll2", &["idle=poll"]),
+            with_args("poll-nohz", &["idle=poll", "nohz=off"]),
+        ];
+        let groups = boot_groups(&scs);
+        assert_eq!(
+            names(&groups),
+            vec![
+                vec!["halt", "halt2"],
+                vec!["poll", "poll2"],
+                vec!["poll-nohz"]
+            ]
+        );
+        let dirs: Vec<String> = groups.iter().map(|g| guest_workdir_name(&g[0])).collect();
+        assert_eq!(
+            dirs,
+            [
+                "guest-2n1c1t",
+                "guest-2n1c1t-idle=poll",
+                "guest-2n1c1t-idle=poll-nohz=off"
+            ]
+        );
+        let mut k = scenario("k", "2n2c2t", Some("linux-image-7.3.4+deb13-amd64"));
+        k.guest_args = vec!["idle=poll".into()];
+        assert_eq!(
+            guest_workdir_name(&k),
+            "guest-2n2c2t-7.3.4+deb13-amd64-idle=poll"
+        );
+    }
+
+    #[test]
+    fn guest_arg_option_is_checked_and_repeatable() {
+        let cli = Cli::try_parse_from([
+            "softpart-bench",
+            "run",
+            "x.toml",
+            "--guest-arg",
+            "idle=poll",
+            "--guest-arg",
+            "nohz=off",
+        ])
+        .unwrap();
+        let Cmd::Run(o) = cli.cmd else {
+            panic!("not run")
+        };
+        assert_eq!(o.guest_args, ["idle=poll", "nohz=off"]);
+        let err = Cli::try_parse_from([
+            "softpart-bench",
+            "run",
+            "x.toml",
+            "--guest-arg",
+            "rdinit=/bin/sh",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("sets rdinit itself"), "{err}");
     }
 
     fn done(name: &str) -> Message {

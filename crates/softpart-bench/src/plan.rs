@@ -46,6 +46,10 @@ pub struct GuestInfo {
     pub nodes: Vec<String>,
     /// SMT sibling lists, from sysfs.
     pub smt_siblings: Vec<String>,
+    /// The guest kernel's command line (/proc/cmdline); empty in results
+    /// saved before it was recorded.
+    #[serde(default)]
+    pub cmdline: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

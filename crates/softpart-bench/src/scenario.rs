@@ -59,6 +59,12 @@ pub struct Scenario {
     /// "linux-image-7.2.12+deb13-amd64") instead of scripts/versions.sh's.
     #[serde(default)]
     pub kernel: Option<String>,
+    /// Extra parameters for the guest kernel's command line, e.g.
+    /// `["idle=poll"]`: for experiments on the guest itself (what a halted
+    /// vCPU's wake-up costs under TCG). Scenarios with different ones boot
+    /// separate guests.
+    #[serde(default)]
+    pub guest_args: Vec<String>,
     #[serde(rename = "group")]
     pub groups: Vec<Group>,
 }
@@ -80,6 +86,39 @@ pub fn parse_kernel_pkg(s: &str) -> std::result::Result<String, String> {
              e.g. linux-image-7.3.4+deb13-amd64)"
         ))
     }
+}
+
+/// Parameters the bench sets itself on the guest's command line; a
+/// scenario may not change them (the guest would not reach the agent, or
+/// its console would go elsewhere).
+const BENCH_OWNED_ARGS: &[&str] = &[
+    "console", "panic", "rdinit", "init", "loglevel", "nokaslr", "quiet",
+];
+
+/// One extra guest kernel parameter (`--guest-arg` or a scenario's
+/// `guest_args`): `key` or `key=value`, no spaces or quotes (it is passed
+/// as one word and becomes part of the guest's work directory name), and
+/// not one the bench sets itself.
+pub fn parse_guest_arg(s: &str) -> std::result::Result<String, String> {
+    let key = s.split('=').next().unwrap_or("");
+    let well_formed = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.,=:".contains(c));
+    if BENCH_OWNED_ARGS.contains(&key) {
+        return Err(format!(
+            "{s:?}: the bench sets {key} itself ({})",
+            BENCH_OWNED_ARGS.join(", ")
+        ));
+    }
+    if !well_formed {
+        return Err(format!(
+            "{s:?} is not a kernel parameter (key or key=value, with letters, digits and _-.,=: only)"
+        ));
+    }
+    Ok(s.to_string())
 }
 
 fn default_warmup() -> f64 {
@@ -196,6 +235,9 @@ impl Scenario {
         let topo = self.topo()?;
         if let Some(k) = &self.kernel {
             parse_kernel_pkg(k).map_err(|e| anyhow::anyhow!("field kernel: {e}"))?;
+        }
+        for a in &self.guest_args {
+            parse_guest_arg(a).map_err(|e| anyhow::anyhow!("field guest_args: {e}"))?;
         }
         if !(self.duration_s > 0.0 && self.duration_s <= 3600.0) {
             bail!(
@@ -413,6 +455,36 @@ home = { cpus = "4-7" }
             assert!(err.contains(bad), "{err}");
             let err = format!("{:#}", parse(&with(bad)).unwrap_err());
             assert!(err.contains("field kernel") && err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn guest_args_are_single_parameters_the_bench_does_not_own() {
+        let with = |a: &str| {
+            GOOD.replacen(
+                "loads = [1, 2]",
+                &format!("loads = [1, 2]\nguest_args = [\"{a}\"]"),
+                1,
+            )
+        };
+        for good in ["idle=poll", "nohz=off", "isolcpus=1,3", "threadirqs"] {
+            assert_eq!(parse(&with(good)).unwrap().guest_args, vec![good]);
+        }
+        for (bad, why) in [
+            ("idle=poll nohz=off", "not a kernel parameter"),
+            ("", "not a kernel parameter"),
+            ("=x", "not a kernel parameter"),
+            ("a/../b", "not a kernel parameter"),
+            ("console=tty0", "sets console itself"),
+            ("rdinit=/bin/sh", "sets rdinit itself"),
+        ] {
+            let err = parse_guest_arg(bad).unwrap_err();
+            assert!(
+                err.contains(why) && err.contains(&format!("{bad:?}")),
+                "{err}"
+            );
+            let err = format!("{:#}", parse(&with(bad)).unwrap_err());
+            assert!(err.contains("field guest_args"), "{err}");
         }
     }
 
