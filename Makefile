@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: setup build demo test lint unit guest-test experiments soak
+.PHONY: setup build demo test lint unit guest-test experiments soak vcpu-wake
 
 setup:
 	bash scripts/setup.sh
@@ -18,6 +18,13 @@ demo: build
 # Issues 3 and 4's experiment matrices (about 2 hours under TCG): results/experiments/.
 experiments: build
 	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
+
+# What a halted vCPU's wake-up costs (about 40 minutes under TCG): the
+# scenarios in scenarios/vcpu-wake/ on a 2-vCPU guest, once as it is and
+# once with idle=poll; results/vcpu-wake/{halt,poll}/.
+vcpu-wake: build
+	$(ENV) target/release/softpart-bench run scenarios/vcpu-wake/*.toml --out results/vcpu-wake/halt
+	$(ENV) target/release/softpart-bench run scenarios/vcpu-wake/*.toml --guest-arg idle=poll --out results/vcpu-wake/poll
 
 # Issue 5's soak run (about 35 minutes under TCG; not part of `make test`).
 # KERNEL=linux-image-7.3.4+deb13-amd64 boots that guest kernel instead.

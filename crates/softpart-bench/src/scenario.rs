@@ -596,7 +596,12 @@ home = { cpus = "4-7" }
     fn shipped_scenarios_are_valid() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
         let mut n = 0;
-        for dir in [root.clone(), root.join("experiments"), root.join("soak")] {
+        for dir in [
+            root.clone(),
+            root.join("experiments"),
+            root.join("soak"),
+            root.join("vcpu-wake"),
+        ] {
             for e in std::fs::read_dir(&dir).unwrap() {
                 let p = e.unwrap().path();
                 if p.extension().is_some_and(|x| x == "toml") {
