@@ -149,6 +149,16 @@ struct Opts {
     )]
     queued_spill: QueuedSpill,
 
+    /// A task woken with no idle CPU it may use takes the turn of the task
+    /// that has run longest on its queue's CPUs, if that task has run at
+    /// least US microseconds and is behind it on the vtime clock (EEVDF
+    /// lets a wakee with an earlier deadline preempt so). Without this a
+    /// woken task waits for a slice end, which the kernel sees only at a
+    /// tick, or a sleep. Off by default (an experiment: docs/experiments.md,
+    /// "Wakeup preemption").
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    wakeup_preempt: Option<u64>,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed
@@ -444,6 +454,7 @@ impl<'a> Scheduler<'a> {
         // --no-idle-core (SIS_CORE off) our own search must run instead.
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
+        rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.queued_spill = match opts.queued_spill {
             QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,

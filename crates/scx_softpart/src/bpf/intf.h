@@ -76,6 +76,7 @@ enum sp_stat {
 	SP_STAT_IDLE_RECHECK,	/* a CPU going idle saw work queued meanwhile */
 	SP_STAT_PICK_WAKER,	/* sync wakeup: onto the waker's CPU (--wake-sync) */
 	SP_STAT_SPILL_QUEUED,	/* spill queued at home, the idle CPU kicked (--queued-spill) */
+	SP_STAT_WAKE_PREEMPT,	/* a wakeup with no idle CPU preempted a longer runner (--wakeup-preempt) */
 	SP_NR_STATS,
 };
 

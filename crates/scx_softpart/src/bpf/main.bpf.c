@@ -62,6 +62,8 @@ const volatile bool idle_recheck = true;
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
 const volatile u32 queued_spill = SP_QSPILL_SYNC;
+/* A wakeup with no idle CPU may preempt a task that has run this long (--wakeup-preempt US; 0: never). */
+const volatile u64 wakeup_preempt_ns;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -102,6 +104,12 @@ u64 cpu_busy_ns[SP_MAX_CPUS];
 u32 scan_cursor[SP_MAX_CPUS];
 /* 1 while the CPU runs a homed task away from its home. */
 u32 cpu_visitor[SP_MAX_CPUS];
+/*
+ * The task each CPU runs: its vtime and the time it started (0: none, or
+ * already chosen to be preempted), for --wakeup-preempt.
+ */
+u64 cpu_run_vtime[SP_MAX_CPUS];
+u64 cpu_run_since[SP_MAX_CPUS];
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
@@ -777,6 +785,49 @@ static __always_inline void keep_last(struct task_struct *p, s32 cpu, u64 enq_fl
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
+/*
+ * --wakeup-preempt: a woken task that found no idle CPU it may use, queued
+ * at @cpus' partition, takes the turn of the task there that has run the
+ * longest, if that task has run wakeup_preempt_ns and is behind the woken
+ * one on the vtime clock (as EEVDF lets a wakee with an earlier deadline
+ * preempt). Without it the wakee waits for a slice end or a sleep: on a
+ * two-vCPU guest where no wakeup waits for a halted vCPU, two pipe pairs'
+ * run delay p99 was 4x EEVDF's, with or without homes (docs/experiments.md,
+ * vcpu-wake). The running task's vtime is read as it started plus the time
+ * it has run, unweighted: close enough to pick a victim, and it errs on the
+ * side of not preempting a heavier task.
+ */
+static void preempt_for_wakeup(struct task_struct *p, const struct cpumask *cpus)
+{
+	u64 now = bpf_ktime_get_ns(), vtime = task_vtime(p), oldest = now;
+	s32 victim = -1;
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		u32 c = cpu;
+		u64 since, ran;
+
+		if (c >= SP_MAX_CPUS)
+			break;
+		barrier_var(c);
+		since = cpu_run_since[c];
+		if (!since || since >= oldest || !bpf_cpumask_test_cpu(c, cpus))
+			continue;
+		ran = now - since;
+		if (ran < wakeup_preempt_ns || !time_before(vtime, cpu_run_vtime[c] + ran))
+			continue;
+		oldest = since;
+		victim = c;
+	}
+	if (victim < 0 || victim >= SP_MAX_CPUS)
+		return;
+	/* Chosen once: the next wakeup looks for another victim. */
+	if (__sync_val_compare_and_swap(&cpu_run_since[victim], oldest, 0) != oldest)
+		return;
+	scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
+	stat_inc(SP_STAT_WAKE_PREEMPT);
+}
+
 void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
@@ -882,6 +933,8 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	if (cpu >= 0) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(SP_STAT_KICK);
+	} else if (wakeup_preempt_ns && home && (enq_flags & SCX_ENQ_WAKEUP)) {
+		preempt_for_wakeup(p, home);
 	}
 }
 
@@ -1059,6 +1112,15 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 			__sync_fetch_and_add(&hs->migrations[d], 1);
 	}
 	tctx->last_cpu = cpu;
+	{
+		u32 c = cpu;
+
+		if (c < SP_MAX_CPUS) {
+			barrier_var(c);
+			cpu_run_vtime[c] = p->scx.dsq_vtime;
+			cpu_run_since[c] = now;
+		}
+	}
 	if (homed(tctx)) {
 		u32 in = bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home));
 
@@ -1136,6 +1198,10 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	u32 cpu = scx_bpf_task_cpu(p);
 
 	set_visitor(cpu, 0);
+	if (cpu < SP_MAX_CPUS) {
+		barrier_var(cpu);
+		cpu_run_since[cpu] = 0;
+	}
 	if (!tctx)
 		return;
 	account_run(p, tctx, cpu);
