@@ -792,10 +792,12 @@ static __always_inline void keep_last(struct task_struct *p, s32 cpu, u64 enq_fl
  * one on the vtime clock (as EEVDF lets a wakee with an earlier deadline
  * preempt). Without it the wakee waits for a slice end or a sleep: on a
  * two-vCPU guest where no wakeup waits for a halted vCPU, two pipe pairs'
- * run delay p99 was 4x EEVDF's, with or without homes (docs/experiments.md,
- * vcpu-wake). The running task's vtime is read as it started plus the time
- * it has run, unweighted: close enough to pick a victim, and it errs on the
- * side of not preempting a heavier task.
+ * run delay p99 was 4-5x EEVDF's, with or without homes
+ * (docs/experiments.md, vcpu-wake). The running task's vtime is read as it
+ * started plus the time it has run, not scaled by its weight: for a nice-0
+ * task that is exact; a heavier task (nice < 0) is taken to have used more
+ * than it has and may be preempted sooner than its share says, a niced one
+ * later.
  */
 static void preempt_for_wakeup(struct task_struct *p, const struct cpumask *cpus)
 {
