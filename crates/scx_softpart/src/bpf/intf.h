@@ -77,6 +77,7 @@ enum sp_stat {
 	SP_STAT_PICK_WAKER,	/* sync wakeup: onto the waker's CPU (--wake-sync) */
 	SP_STAT_SPILL_QUEUED,	/* spill queued at home, the idle CPU kicked (--queued-spill) */
 	SP_STAT_WAKE_PREEMPT,	/* a wakeup with no idle CPU preempted a longer runner (--wakeup-preempt) */
+	SP_STAT_SPILL_CLAIMED,	/* wakeup away from home while a home CPU was handed a task not yet running */
 	SP_NR_STATS,
 };
 

@@ -110,6 +110,14 @@ u32 cpu_visitor[SP_MAX_CPUS];
  */
 u64 cpu_run_vtime[SP_MAX_CPUS];
 u64 cpu_run_since[SP_MAX_CPUS];
+/*
+ * When the CPU was last handed a task while idle (select_cpu's pick, or
+ * enqueue() sending a task to it); 0 once it runs a task or goes idle
+ * again. A wakeup that spills while a home CPU has such a claim pending
+ * found the home full only because that CPU had not yet woken up
+ * (SP_STAT_SPILL_CLAIMED).
+ */
+u64 cpu_claimed_at[SP_MAX_CPUS];
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
@@ -495,6 +503,37 @@ static __always_inline void set_visitor(s32 cpu, u32 val)
 }
 
 /*
+ * Not inlined: inlined into enqueue(), the compiler indexed the array with
+ * an earlier, unchecked copy of the CPU, which the verifier refused.
+ */
+static __noinline void set_claimed(s32 cpu, u64 at)
+{
+	u32 c = cpu;
+
+	if (c >= SP_MAX_CPUS)
+		return;
+	barrier_var(c);
+	cpu_claimed_at[c] = at;
+}
+
+/* Has a CPU of @cpus been handed a task that it does not run yet? */
+static bool claim_pending(const struct cpumask *cpus)
+{
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		u32 c = cpu;
+
+		if (c >= SP_MAX_CPUS)
+			break;
+		barrier_var(c);
+		if (cpu_claimed_at[c] && bpf_cpumask_test_cpu(c, cpus))
+			return true;
+	}
+	return false;
+}
+
+/*
  * An idle CPU away from home: in @near (the home's node(s), allowed part)
  * first, then anywhere allowed; @allowed_first skips @near (softness).
  * Where the kernel has scx_bpf_select_cpu_and() (6.16 and later), its
@@ -643,7 +682,10 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 
 	/* Home full: spill, nearest first. */
 	near = and_allowed(p, tctx, near);
-	return pick_away(p, prev, wake_flags, near, homed(tctx), false);
+	cpu = pick_away(p, prev, wake_flags, near, homed(tctx), false);
+	if (cpu >= 0 && home && claim_pending(home))
+		stat_inc(SP_STAT_SPILL_CLAIMED);
+	return cpu;
 
 search_allowed:
 	return pick_away(p, prev, wake_flags, NULL, homed(tctx), true);
@@ -718,6 +760,8 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (evict)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		else
+			set_claimed(cpu, bpf_ktime_get_ns());
 		return cpu;
 	}
 	stat_inc(SP_STAT_PICK_NONE);
@@ -875,6 +919,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 				if (cpu >= 0) {
 					tctx->room_since = 0;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+					set_claimed(cpu, bpf_ktime_get_ns());
 					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 					stat_inc(SP_STAT_RETURN_IDLE);
 					return;
@@ -917,6 +962,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		cpu = pick_idle(home, task_cpu, 0);
 		if (cpu >= 0) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+			set_claimed(cpu, bpf_ktime_get_ns());
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 			stat_inc(SP_STAT_ENQUEUE_IDLE);
 			return;
@@ -1070,7 +1116,11 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 {
 	u32 part;
 
-	if (!idle || !idle_recheck)
+	if (!idle)
+		return;
+	/* Idle again: whatever it was handed has run (or gone elsewhere). */
+	set_claimed(cpu, 0);
+	if (!idle_recheck)
 		return;
 	bpf_for(part, 0, nr_parts) {
 		if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)) {
@@ -1101,6 +1151,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
+	set_claimed(cpu, 0);
 	if (!tctx)
 		return;
 	now = bpf_ktime_get_ns();
