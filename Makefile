@@ -19,7 +19,7 @@ demo: build
 experiments: build
 	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
 
-# What a halted vCPU's wake-up costs (about 40 minutes under TCG): the
+# What a halted vCPU's wake-up costs (about 45 minutes under TCG): the
 # scenarios in scenarios/vcpu-wake/ on a 2-vCPU guest, once as it is and
 # once with idle=poll; results/vcpu-wake/{halt,poll}/.
 vcpu-wake: build
