@@ -511,10 +511,12 @@ fn observer_agrees_with_cpuacct(r: &Results) -> Result<String> {
 /// machine (CPU ids x wall time), to within the error the window's own
 /// reads allow, and those reads are short. Reads preempted for up to
 /// 600 ms once gave 8.4 CPU-s per s on 8 CPUs (RealtimeReads); they took
-/// 4-12% of 4 of 5 windows of an overloaded scenario.
+/// 4-12% of 4 of 5 windows of an overloaded scenario. Reading every
+/// cgroup the observer ever saw took 250 ms a read (snapshot_of).
 fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
     let (mut worst_fill, mut worst_read_ms, mut checked) = (0.0f64, 0.0f64, 0);
     let mut long_reads = Vec::new();
+    let mut read_shares = Vec::new();
     for run in r.runs.iter().filter(|run| run.wall_ns > 0) {
         let capacity = run.cpus.len() as f64 * run.wall_ns as f64;
         let used: u64 = run.groups.values().map(|g| g.counters.total_cpu_ns()).sum();
@@ -532,11 +534,12 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
                 run.cpus.len()
             );
         }
-        // Relative, not absolute, and one long read is let pass: a
-        // SCHED_FIFO read still waits now and then while the host runs
-        // other vCPUs (188 ms once; 539 ms, 8.2% of a 6.6 s window, in a CI
-        // run whose other 30 reads took at most 1.4%). Preempted reads were
-        // long in most windows under load, not in one.
+        // Relative, not absolute, and judged by the median: a SCHED_FIFO
+        // read still waits while the host runs other vCPUs, on a 16-vCPU
+        // guest at full load for 400-600 ms (6-10% of a 6.5 s window),
+        // twice in one CI run, in windows whose median read took 0.02%.
+        // A reader that is slow by itself (preempted inside the guest, or
+        // reading too much) is slow in most windows and moves the median.
         if read_share > 0.25 {
             bail!(
                 "{} under {} (load {}, rep {}): a snapshot read took {read_ms:.0} ms ({}), {:.1}% of the {:.1} s window (limit 25%)",
@@ -562,21 +565,26 @@ fn observer_windows_fit_the_machine(r: &Results) -> Result<String> {
         }
         worst_fill = worst_fill.max(fill);
         worst_read_ms = worst_read_ms.max(read_ms);
+        read_shares.push(read_share);
         checked += 1;
     }
     if checked == 0 {
         bail!("no windows: nothing was checked");
     }
-    if long_reads.len() > 1 {
+    read_shares.sort_by(f64::total_cmp);
+    let median = read_shares[read_shares.len() / 2];
+    if median > 0.02 {
         bail!(
-            "{} of {checked} snapshot reads took over 5% of their window (at most one may): {}",
+            "the median snapshot read took {:.1}% of its window (limit 2%); {} of {checked} over 5%: {}",
+            median * 100.0,
             long_reads.len(),
             long_reads.join("; ")
         );
     }
     Ok(format!(
-        "{checked} windows; fullest {:.1}% of the machine, longest read {worst_read_ms:.0} ms, {} over 5% of its window{}",
+        "{checked} windows; fullest {:.1}% of the machine, median read {:.2}% of its window, longest {worst_read_ms:.0} ms, {} over 5%{}",
         worst_fill * 100.0,
+        median * 100.0,
         long_reads.len(),
         long_reads
             .first()
@@ -1390,15 +1398,22 @@ mod tests {
     }
 
     #[test]
-    fn one_long_read_passes_two_do_not() {
-        // 400 ms is 8% of a 5 s window: one is a host hiccup, two a pattern.
-        assert!(observer_windows_fit_the_machine(&results(&[20, 400, 30])).is_ok());
+    fn long_reads_pass_while_most_reads_are_short() {
+        // 400 ms is 8% of a 5 s window: host hiccups, as long as most
+        // reads are short (the CI run that failed the old one-only rule).
+        let ok = observer_windows_fit_the_machine(&results(&[20, 400, 30, 300, 5])).unwrap();
+        assert!(
+            ok.contains("median read 0.60% of its window, longest 400 ms, 2 over 5%"),
+            "{ok}"
+        );
+        // Most reads long: the reader itself is slow.
         let err = observer_windows_fit_the_machine(&results(&[20, 400, 300]))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("2 of 3"), "{err}");
+        assert!(err.contains("median snapshot read took 6.0%"), "{err}");
+        assert!(err.contains("2 of 3 over 5%"), "{err}");
         // Over a quarter of its window, even alone.
-        assert!(observer_windows_fit_the_machine(&results(&[20, 1300])).is_err());
+        assert!(observer_windows_fit_the_machine(&results(&[20, 1300, 5])).is_err());
     }
 
     #[test]
