@@ -118,6 +118,14 @@ struct Opts {
     #[arg(long)]
     no_idle_recheck: bool,
 
+    /// Treat a task that its CPU puts back (slice end, yield) while only
+    /// per-CPU kthreads are queued there like any other: send it to an
+    /// idle CPU. By default it waits the kthreads' turn on its own CPU,
+    /// as under EEVDF, and woken per-CPU kthreads go straight to their
+    /// CPU's local queue. For comparison only.
+    #[arg(long)]
+    no_wait_behind_kthreads: bool,
+
     /// Let the kernel hand a wakeup to the target CPU's wake list
     /// (SCX_OPS_ALLOW_QUEUED_WAKEUP, 6.15 and later), as EEVDF does: the
     /// waker only sends the IPI and the woken CPU queues the task itself.
@@ -454,6 +462,7 @@ impl<'a> Scheduler<'a> {
         // --no-idle-core (SIS_CORE off) our own search must run instead.
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
+        rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.queued_spill = match opts.queued_spill {

@@ -45,6 +45,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         "spill-futex",
         include_str!("../guest-tests/spill-futex.toml"),
     ),
+    (
+        "kthread-wait",
+        include_str!("../guest-tests/kthread-wait.toml"),
+    ),
     ("swap-back", include_str!("../guest-tests/swap-back.toml")),
     (
         "cgroup-made-again",
@@ -164,6 +168,10 @@ const TESTS: &[(&str, Check)] = &[
     (
         "spills_wait_at_home_only_after_sync_wakeups",
         queued_spills_follow_sync_wakeups,
+    ),
+    (
+        "kthread_turns_are_waited_for_on_the_cpu",
+        kthread_turns_waited_on_cpu,
     ),
     (
         "idle_masks_per_node_where_the_kernel_has_them",
@@ -958,6 +966,52 @@ fn queued_spills_follow_sync_wakeups(r: &Results) -> Result<String> {
     Ok(format!(
         "queued at home: hackbench {sync_q} of {sync_away}, sysbench threads {futex_q} of {futex_away}, --queued-spill=off {off_q} of {off_away}"
     ))
+}
+
+/// A thread interrupted by per-CPU kworkers waits for them on its CPU
+/// instead of being handed to an idle CPU (kthread-wait.toml): few of its
+/// waits end on a CPU leaving idle, against most of them with
+/// --no-wait-behind-kthreads, in the same boot.
+/// Fewer waits (observer) or kthread waits (scheduler) than this in a run
+/// say too little to judge; a run has had 500-700 and over 1000.
+const KTHREAD_MIN_WAITS: u64 = 100;
+/// Share of the thread's waits ending on a CPU leaving idle: measured
+/// 61-69% with --no-wait-behind-kthreads, 2.7-7.5% without (kthread-wait
+/// at 1 and 2 threads, 5 runs each, docs/experiments.md).
+const KTHREAD_OFF_IDLE_MIN: f64 = 0.3;
+const KTHREAD_ON_IDLE_MAX: f64 = 0.2;
+
+fn kthread_turns_waited_on_cpu(r: &Results) -> Result<String> {
+    const OFF: &str = "softpart:--no-wait-behind-kthreads";
+    let idle_ended = |policy: &str| -> Result<(f64, u64)> {
+        let g = &group(r.run_of("kthread-wait", policy)?, "inst0")?.counters;
+        let waits: u64 = g.delay_hist.iter().sum();
+        let idle: u64 = g.idle_end_hist.iter().sum();
+        Ok((idle as f64 / waits.max(1) as f64, waits))
+    };
+    let (on, on_waits) = idle_ended("softpart")?;
+    let (off, off_waits) = idle_ended(OFF)?;
+    let waited = exit_counters(r, "kthread-wait", "softpart")?["kthread_wait"]
+        .as_u64()
+        .unwrap_or(0);
+    let off_waited = exit_counters(r, "kthread-wait", OFF)?["kthread_wait"]
+        .as_u64()
+        .unwrap_or(0);
+    let seen = format!(
+        "waits ending on a CPU leaving idle: {:.1}% of {on_waits} ({waited} waits behind kthreads), off {:.1}% of {off_waits}",
+        on * 100.0,
+        off * 100.0
+    );
+    if off_waits < KTHREAD_MIN_WAITS || off < KTHREAD_OFF_IDLE_MIN {
+        bail!("the off run shows no moves to idle CPUs to avoid, nothing tested: {seen}");
+    }
+    if off_waited != 0 {
+        bail!("--no-wait-behind-kthreads still waited behind kthreads: {seen}");
+    }
+    if waited < KTHREAD_MIN_WAITS || on > KTHREAD_ON_IDLE_MAX {
+        bail!("{seen}");
+    }
+    Ok(seen)
 }
 
 /// Two full instances left on each other's homes go back (swap-back.toml).

@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 25] = [
+pub const EVENT_NAMES: [&str; 26] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -28,4 +28,5 @@ pub const EVENT_NAMES: [&str; 25] = [
     "spill_queued",
     "wake_preempt",
     "spill_claimed",
+    "kthread_wait",
 ];

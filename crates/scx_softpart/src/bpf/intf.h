@@ -78,6 +78,7 @@ enum sp_stat {
 	SP_STAT_SPILL_QUEUED,	/* spill queued at home, the idle CPU kicked (--queued-spill) */
 	SP_STAT_WAKE_PREEMPT,	/* a wakeup with no idle CPU preempted a longer runner (--wakeup-preempt) */
 	SP_STAT_SPILL_CLAIMED,	/* wakeup away from home while a home CPU was handed a task not yet running */
+	SP_STAT_KTHREAD_WAIT,	/* a task requeued behind per-CPU kthreads waited for them on its CPU */
 	SP_NR_STATS,
 };
 
