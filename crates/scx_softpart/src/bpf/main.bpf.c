@@ -832,28 +832,38 @@ static __always_inline bool is_percpu_kthread(const struct task_struct *p)
 	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
 }
 
-/*
- * Counts a per-CPU kthread into (@queued) or out of (@cpu ran it) @cpu's
- * local queue. Not inlined, for the verifier (see set_claimed()).
- */
-static __noinline void count_kthread(s32 cpu, bool queued)
+/* Not inlined, for the verifier (see set_claimed()). */
+static __noinline void count_kthread_queued(s32 cpu)
 {
 	u32 c = cpu;
 
 	if (c >= SP_MAX_CPUS)
 		return;
 	barrier_var(c);
-	if (queued) {
-		/*
-		 * No check of the local queue here: an insert from enqueue()
-		 * lands there only after enqueue() returns.
-		 */
-		__sync_fetch_and_add(&cpu_kthreads_queued[c], 1);
+	/*
+	 * No check of the local queue here: an insert from enqueue() lands
+	 * there only after enqueue() returns.
+	 */
+	__sync_fetch_and_add(&cpu_kthreads_queued[c], 1);
+}
+
+/*
+ * @cpu starts a task, @counted if it is a kthread count_kthread_queued()
+ * counted. With the local queue then empty, any count left is stale (a
+ * kthread dequeued without running, e.g. an affinity change) and dropped,
+ * so that a task is never kept behind what it takes for kthreads.
+ */
+static __noinline void count_kthread_ran(s32 cpu, bool counted)
+{
+	u32 c = cpu;
+
+	if (c >= SP_MAX_CPUS)
 		return;
-	}
-	if (cpu_kthreads_queued[c])
+	barrier_var(c);
+	if (!cpu_kthreads_queued[c])
+		return;
+	if (counted)
 		__sync_fetch_and_sub(&cpu_kthreads_queued[c], 1);
-	/* Nothing left queued: drop any count a dequeued kthread left. */
 	if (!scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c))
 		cpu_kthreads_queued[c] = 0;
 }
@@ -977,7 +987,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | task_cpu, slice_ns, enq_flags);
 		if (!tctx->kthread_queued) {
 			tctx->kthread_queued = 1;
-			count_kthread(task_cpu, true);
+			count_kthread_queued(task_cpu);
 		}
 		scx_bpf_kick_cpu(task_cpu, SCX_KICK_IDLE);
 		return;
@@ -1244,12 +1254,10 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
 	set_claimed(cpu, 0);
+	count_kthread_ran(cpu, tctx && tctx->kthread_queued);
 	if (!tctx)
 		return;
-	if (tctx->kthread_queued) {
-		tctx->kthread_queued = 0;
-		count_kthread(cpu, false);
-	}
+	tctx->kthread_queued = 0;
 	now = bpf_ktime_get_ns();
 	tctx->started_ns = now;
 	hs = group_stats_of(tctx->home_id);
