@@ -58,6 +58,7 @@ const volatile u32 scan_cores = 0;
 const volatile bool kernel_pick = true;
 /* update_idle() looks at the queues again (off: --no-idle-recheck). */
 const volatile bool idle_recheck = true;
+/* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
