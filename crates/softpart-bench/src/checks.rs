@@ -968,10 +968,6 @@ fn queued_spills_follow_sync_wakeups(r: &Results) -> Result<String> {
     ))
 }
 
-/// A thread interrupted by per-CPU kworkers waits for them on its CPU
-/// instead of being handed to an idle CPU (kthread-wait.toml): few of its
-/// waits end on a CPU leaving idle, against most of them with
-/// --no-wait-behind-kthreads, in the same boot.
 /// Fewer waits (observer) or kthread waits (scheduler) than this in a run
 /// say too little to judge; a run has had 500-700 and over 1000.
 const KTHREAD_MIN_WAITS: u64 = 100;
@@ -981,6 +977,10 @@ const KTHREAD_MIN_WAITS: u64 = 100;
 const KTHREAD_OFF_IDLE_MIN: f64 = 0.3;
 const KTHREAD_ON_IDLE_MAX: f64 = 0.2;
 
+/// A thread interrupted by per-CPU kworkers waits for them on its CPU
+/// instead of being handed to an idle CPU (kthread-wait.toml): few of its
+/// waits end on a CPU leaving idle, against most of them with
+/// --no-wait-behind-kthreads, in the same boot.
 fn kthread_turns_waited_on_cpu(r: &Results) -> Result<String> {
     const OFF: &str = "softpart:--no-wait-behind-kthreads";
     let idle_ended = |policy: &str| -> Result<(f64, u64)> {
@@ -1008,7 +1008,7 @@ fn kthread_turns_waited_on_cpu(r: &Results) -> Result<String> {
     if off_waited != 0 {
         bail!("--no-wait-behind-kthreads still waited behind kthreads: {seen}");
     }
-    if waited < KTHREAD_MIN_WAITS || on > KTHREAD_ON_IDLE_MAX {
+    if on_waits < KTHREAD_MIN_WAITS || waited < KTHREAD_MIN_WAITS || on > KTHREAD_ON_IDLE_MAX {
         bail!("{seen}");
     }
     Ok(seen)
