@@ -23,6 +23,16 @@ pub struct RunFigures {
     pub granted_cpuacct: f64,
     pub run_delay_p50_us: Option<f64>,
     pub run_delay_p99_us: Option<f64>,
+    /// Waits (runnable to running) per second. A percentile over waits
+    /// depends on how many short ones a policy makes: EEVDF's yield
+    /// hand-offs between two tasks on a CPU are thousands per s of tens of
+    /// us each, which pull its p99 down without shortening anyone's wait.
+    pub waits_per_s: f64,
+    /// Run delay summed over all waits, per second of the window: the mean
+    /// number of the groups' tasks that were waiting (schedstat's
+    /// run_delay, summed), which counts each waiting moment once whatever
+    /// the number of waits.
+    pub run_delay_sum: f64,
     /// p99 of the waits that ended by taking a running task's turn
     /// (queueing: what the scheduler's ordering and slices decide).
     pub run_delay_queued_p99_us: Option<f64>,
@@ -53,6 +63,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let wall = run.wall_ns.max(1) as f64 / 1e9;
     let (mut home_ns, mut homed_ns, mut total_ns, mut acct_ns, mut xnode) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut nr_waits, mut waited_ns) = (0u64, 0u64);
     let mut merged = vec![0u64; hist::NR_BUCKETS];
     let mut idle_end = vec![0u64; hist::NR_BUCKETS];
     for g in &sc.groups {
@@ -63,6 +74,8 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         total_ns += c.total_cpu_ns();
         acct_ns += r.cpuacct_ns.iter().sum::<u64>();
         xnode += c.migrations[3];
+        nr_waits += c.nr_delays;
+        waited_ns += c.delay_ns;
         for (i, n) in c.delay_hist.iter().enumerate() {
             if i < merged.len() {
                 merged[i] += n;
@@ -117,6 +130,8 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         granted_cpuacct: acct_ns as f64 / 1e9 / run.cpuacct_wall_s(),
         run_delay_p50_us: hist::quantile(&merged, 0.5).map(|v| v as f64 / 1e3),
         run_delay_p99_us: hist::quantile(&merged, 0.99).map(|v| v as f64 / 1e3),
+        waits_per_s: nr_waits as f64 / wall,
+        run_delay_sum: waited_ns as f64 / 1e9 / wall,
         run_delay_queued_p99_us: hist::quantile(&queued, 0.99).map(|v| v as f64 / 1e3),
         idle_end_share: (nr_all > 0).then(|| nr_idle_end as f64 / nr_all as f64),
         run_delay_idle_end_p99_us: hist::quantile(&idle_end, 0.99).map(|v| v as f64 / 1e3),
@@ -232,6 +247,16 @@ pub const METRICS: &[Metric] = &[
         "run delay p99 (us)",
         |f| f.run_delay_p99_us,
         |x| format!("{x:.0}"),
+    ),
+    (
+        "waits per s (runnable to running)",
+        |f| Some(f.waits_per_s),
+        |x| format!("{x:.0}"),
+    ),
+    (
+        "run delay summed over the waits (task-s per s: tasks waiting, on average)",
+        |f| Some(f.run_delay_sum),
+        |x| format!("{x:.2}"),
     ),
     (
         "run delay p99 of the waits that took a running task's turn (us)",
@@ -401,6 +426,14 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
             policies,
             &rows,
         );
+        let rows = relative_rows(sc, policies, cells, "eevdf", |f| Some(f.run_delay_sum));
+        write_table(
+            &mut out,
+            "run delay summed, relative to eevdf (median / eevdf median)",
+            &sc.load_label,
+            policies,
+            &rows,
+        );
     }
     if let Some(base) = policies.iter().find(|p| p.starts_with("softpart-nohome")) {
         let rows = relative_rows(sc, policies, cells, base, |f| f.select_cpu_ns);
@@ -530,6 +563,37 @@ command = "y"
         assert_eq!(f.idle_while_waiting, 2.0, "8 CPUs x 0.5 s over 2 s");
         let p99 = f.run_delay_p99_us.unwrap();
         assert!((10.0..=11.5).contains(&p99), "{p99}");
+        assert_eq!(f.waits_per_s, 50.0, "a's 100 waits over 2 s");
+        assert_eq!(f.run_delay_sum, 0.0005, "a's 1 ms of waiting over 2 s");
+    }
+
+    #[test]
+    fn many_short_waits_lower_the_p99_but_not_the_sum() {
+        let sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        // Ten waits of 5 ms, alone and then among 2000 waits of 10 us: the
+        // p99 falls to 10 us, the time spent waiting grows by 20 ms.
+        let mut few = run("softpart", [s, 0, 0, 0, 0, 0, 0, 0], 0);
+        let a = &mut few.groups.get_mut("a").unwrap().counters;
+        a.delay_hist = vec![0; hist::NR_BUCKETS];
+        a.delay_hist[hist::bucket(5_000_000)] = 10;
+        a.nr_delays = 10;
+        a.delay_ns = 50_000_000;
+        let mut many = few.clone();
+        let a = &mut many.groups.get_mut("a").unwrap().counters;
+        a.delay_hist[hist::bucket(10_000)] = 2000;
+        a.nr_delays += 2000;
+        a.delay_ns += 20_000_000;
+        let (f, m) = (
+            figures(&few, &sc, &topo).unwrap(),
+            figures(&many, &sc, &topo).unwrap(),
+        );
+        assert!(f.run_delay_p99_us.unwrap() > 4_000.0);
+        assert!(m.run_delay_p99_us.unwrap() < 12.0);
+        assert_eq!((f.waits_per_s, m.waits_per_s), (5.0, 1005.0));
+        assert!((f.run_delay_sum - 0.025).abs() < 1e-12);
+        assert!((m.run_delay_sum - 0.035).abs() < 1e-12);
     }
 
     #[test]
