@@ -546,6 +546,21 @@ command = "y"
         }
     }
 
+    /// Group a's run delay: `waits` of (length in ns, how many, of which
+    /// ended on a CPU leaving idle), replacing run()'s.
+    fn set_waits(r: &mut RunResult, waits: &[(u64, u64, u64)]) {
+        let a = &mut r.groups.get_mut("a").unwrap().counters;
+        a.delay_hist = vec![0; hist::NR_BUCKETS];
+        a.idle_end_hist = vec![0; hist::NR_BUCKETS];
+        (a.nr_delays, a.delay_ns) = (0, 0);
+        for &(ns, n, idle_end) in waits {
+            a.delay_hist[hist::bucket(ns)] += n;
+            a.idle_end_hist[hist::bucket(ns)] += idle_end;
+            a.nr_delays += n;
+            a.delay_ns += ns * n;
+        }
+    }
+
     #[test]
     fn figures_of_a_run() {
         let sc = scenario();
@@ -575,16 +590,9 @@ command = "y"
         // Ten waits of 5 ms, alone and then among 2000 waits of 10 us: the
         // p99 falls to 10 us, the time spent waiting grows by 20 ms.
         let mut few = run("softpart", [s, 0, 0, 0, 0, 0, 0, 0], 0);
-        let a = &mut few.groups.get_mut("a").unwrap().counters;
-        a.delay_hist = vec![0; hist::NR_BUCKETS];
-        a.delay_hist[hist::bucket(5_000_000)] = 10;
-        a.nr_delays = 10;
-        a.delay_ns = 50_000_000;
         let mut many = few.clone();
-        let a = &mut many.groups.get_mut("a").unwrap().counters;
-        a.delay_hist[hist::bucket(10_000)] = 2000;
-        a.nr_delays += 2000;
-        a.delay_ns += 20_000_000;
+        set_waits(&mut few, &[(5_000_000, 10, 0)]);
+        set_waits(&mut many, &[(5_000_000, 10, 0), (10_000, 2000, 0)]);
         let (f, m) = (
             figures(&few, &sc, &topo).unwrap(),
             figures(&many, &sc, &topo).unwrap(),
@@ -602,14 +610,9 @@ command = "y"
         let topo = sc.topo().unwrap();
         let s = 1_000_000_000;
         let mut r = run("softpart", [s, 0, 0, 0, 0, 0, 0, 0], 0);
-        let a = &mut r.groups.get_mut("a").unwrap().counters;
         // 90 waits of 10 us behind running tasks, 10 of 5 ms for an idle
         // CPU to wake.
-        a.delay_hist = vec![0; hist::NR_BUCKETS];
-        a.delay_hist[hist::bucket(10_000)] = 90;
-        a.delay_hist[hist::bucket(5_000_000)] = 10;
-        a.idle_end_hist = vec![0; hist::NR_BUCKETS];
-        a.idle_end_hist[hist::bucket(5_000_000)] = 10;
+        set_waits(&mut r, &[(10_000, 90, 0), (5_000_000, 10, 10)]);
         let f = figures(&r, &sc, &topo).unwrap();
         let all = f.run_delay_p99_us.unwrap();
         let queued = f.run_delay_queued_p99_us.unwrap();
