@@ -126,6 +126,15 @@ struct Opts {
     #[arg(long)]
     no_wait_behind_kthreads: bool,
 
+    /// Hold a task its CPU puts back in its partition's queue (slice end,
+    /// yield, a wakeup taking its turn) for that CPU, for up to a slice:
+    /// other CPUs still busy with their own task leave it at the head
+    /// instead of displacing their task into the queue in its place; an
+    /// idle CPU still takes it at once. Off by default (an experiment:
+    /// docs/experiments.md, "Held put-backs").
+    #[arg(long)]
+    hold_put_back: bool,
+
     /// Let the kernel hand a wakeup to the target CPU's wake list
     /// (SCX_OPS_ALLOW_QUEUED_WAKEUP, 6.15 and later), as EEVDF does: the
     /// waker only sends the IPI and the woken CPU queues the task itself.
@@ -463,6 +472,7 @@ impl<'a> Scheduler<'a> {
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
+        rodata.hold_put_back = opts.hold_put_back;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.queued_spill = match opts.queued_spill {

@@ -79,6 +79,8 @@ enum sp_stat {
 	SP_STAT_WAKE_PREEMPT,	/* a wakeup with no idle CPU preempted a longer runner (--wakeup-preempt) */
 	SP_STAT_SPILL_CLAIMED,	/* wakeup away from home while a home CPU was handed a task not yet running */
 	SP_STAT_KTHREAD_WAIT,	/* a task requeued behind per-CPU kthreads waited for them on its CPU */
+	SP_STAT_PUT_BACK_HELD,	/* a task put back in its partition's queue, held for its CPU */
+	SP_STAT_HELD_SKIP,	/* a busy CPU left a queue head held for another CPU (kept prev) */
 	SP_NR_STATS,
 };
 

@@ -60,6 +60,8 @@ const volatile bool kernel_pick = true;
 const volatile bool idle_recheck = true;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
+/* A task put back in its partition's queue is held for its CPU (--hold-put-back). */
+const volatile bool hold_put_back;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
@@ -192,6 +194,9 @@ struct task_ctx {
 	u64 room_since;
 	/* a per-CPU kthread counted in cpu_kthreads_queued[], not yet run */
 	u32 kthread_queued;
+	/* put back in its CPU's partition queue: held for put_back_cpu; 0: not */
+	u64 put_back_at;
+	s32 put_back_cpu;
 };
 
 struct {
@@ -1072,6 +1077,16 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
+	/* --hold-put-back: see head_held_elsewhere(). */
+	if (hold_put_back && tctx) {
+		if (!(enq_flags & SCX_ENQ_WAKEUP) && part == part_of_cpu(task_cpu)) {
+			tctx->put_back_cpu = task_cpu;
+			tctx->put_back_at = bpf_ktime_get_ns();
+			stat_inc(SP_STAT_PUT_BACK_HELD);
+		} else {
+			tctx->put_back_at = 0;
+		}
+	}
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns,
 				 task_vtime(p), enq_flags);
 	stat_inc(SP_STAT_ENQUEUE);
@@ -1158,12 +1173,42 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 	return owed;
 }
 
+/*
+ * Is the head of @part's queue a task another CPU put back there less than
+ * a slice ago? That CPU takes it back when its turn ends; a CPU still busy
+ * with its own task (@cpu) leaves it, instead of displacing its task into
+ * the queue, where the next CPU to reach a slice end would take that one,
+ * and so on: one extra runnable task moved every task it passed on its
+ * way. EEVDF queues the displaced task on its own CPU.
+ */
+static bool head_held_elsewhere(u32 part, s32 cpu)
+{
+	struct task_struct *head;
+	struct task_ctx *tctx;
+	bool held = false;
+	u64 dsq = SP_PART_DSQ_BASE + part, at;
+
+	bpf_for_each(scx_dsq, head, dsq, 0) {
+		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
+		if (tctx) {
+			at = tctx->put_back_at;
+			held = at && tctx->put_back_cpu != cpu &&
+			       bpf_ktime_get_ns() - at < slice_ns;
+		}
+		break;
+	}
+	return held;
+}
+
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
+	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 	u32 i;
 
-	if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
+	if (hold_put_back && busy && head_held_elsewhere(own, cpu)) {
+		stat_inc(SP_STAT_HELD_SKIP);
+	} else if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
 		stat_inc(SP_STAT_DISPATCH_OWN);
 		return;
 	}
@@ -1173,7 +1218,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	 * enqueue(); only a task away from home with room there is let go, so
 	 * that enqueue() (SCX_ENQ_LAST) sends it back.
 	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+	if (busy) {
 		u32 part;
 
 		if (visitor_owes_turn(prev, cpu, &part) &&
@@ -1259,6 +1304,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->kthread_queued = 0;
+	tctx->put_back_at = 0;
 	now = bpf_ktime_get_ns();
 	tctx->started_ns = now;
 	hs = group_stats_of(tctx->home_id);
