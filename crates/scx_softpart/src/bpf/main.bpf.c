@@ -60,8 +60,8 @@ const volatile bool kernel_pick = true;
 const volatile bool idle_recheck = true;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
-/* A task put back in its partition's queue is held for its CPU (--hold-put-back). */
-const volatile bool hold_put_back;
+/* How long a task put back in its partition's queue is held for its CPU; 0: not (--hold-put-back). */
+const volatile u64 hold_put_back_ns;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
@@ -1078,7 +1078,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/* --hold-put-back: see head_held_elsewhere(). */
-	if (hold_put_back && tctx) {
+	if (hold_put_back_ns && tctx) {
 		if (!(enq_flags & SCX_ENQ_WAKEUP) && part == part_of_cpu(task_cpu)) {
 			tctx->put_back_cpu = task_cpu;
 			tctx->put_back_at = bpf_ktime_get_ns();
@@ -1175,7 +1175,7 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 
 /*
  * Is the head of @part's queue a task another CPU put back there less than
- * a slice ago? That CPU takes it back when its turn ends; a CPU still busy
+ * hold_put_back_ns ago? That CPU takes it back when its turn ends; a CPU still busy
  * with its own task (@cpu) leaves it, instead of displacing its task into
  * the queue, where the next CPU to reach a slice end would take that one,
  * and so on: one extra runnable task moved every task it passed on its
@@ -1193,7 +1193,7 @@ static bool head_held_elsewhere(u32 part, s32 cpu)
 		if (tctx) {
 			at = tctx->put_back_at;
 			held = at && tctx->put_back_cpu != cpu &&
-			       bpf_ktime_get_ns() - at < slice_ns;
+			       bpf_ktime_get_ns() - at < hold_put_back_ns;
 		}
 		break;
 	}
@@ -1206,7 +1206,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 	u32 i;
 
-	if (hold_put_back && busy && head_held_elsewhere(own, cpu)) {
+	if (hold_put_back_ns && busy && head_held_elsewhere(own, cpu)) {
 		stat_inc(SP_STAT_HELD_SKIP);
 	} else if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
 		stat_inc(SP_STAT_DISPATCH_OWN);
