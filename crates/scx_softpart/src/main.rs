@@ -126,18 +126,19 @@ struct Opts {
     #[arg(long)]
     no_wait_behind_kthreads: bool,
 
-    /// Hold a task its CPU puts back in its partition's queue (slice end,
-    /// yield, a wakeup taking its turn) for that CPU, for up to a slice
-    /// (or --hold-put-back-us): other CPUs still busy with their own task
-    /// leave it at the head instead of displacing their task into the
-    /// queue in its place; an idle CPU still takes it at once. Off by
-    /// default (an experiment: docs/experiments.md, "Held put-backs").
+    /// Do not hold a task its CPU puts back in its partition's queue
+    /// (slice end, yield, a wakeup taking its turn) for that CPU. By
+    /// default it is held for up to a slice (--hold-put-back-us): other
+    /// CPUs still busy with their own task leave it at the head instead of
+    /// displacing their task into the queue in its place, and an idle CPU
+    /// still takes it at once. For comparison only (docs/experiments.md,
+    /// "Held put-backs").
     #[arg(long)]
-    hold_put_back: bool,
+    no_hold_put_back: bool,
 
-    /// How long --hold-put-back holds a task for its CPU, in
-    /// microseconds. Default: one slice (--slice-us).
-    #[arg(long, value_name = "US", requires = "hold_put_back",
+    /// How long a task put back in its partition's queue is held for its
+    /// CPU, in microseconds. Default: one slice (--slice-us).
+    #[arg(long, value_name = "US", conflicts_with = "no_hold_put_back",
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     hold_put_back_us: Option<u64>,
 
@@ -478,10 +479,10 @@ impl<'a> Scheduler<'a> {
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
-        rodata.hold_put_back_ns = if opts.hold_put_back {
-            opts.hold_put_back_us.unwrap_or(opts.slice_us) * 1000
-        } else {
+        rodata.hold_put_back_ns = if opts.no_hold_put_back {
             0
+        } else {
+            opts.hold_put_back_us.unwrap_or(opts.slice_us) * 1000
         };
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;

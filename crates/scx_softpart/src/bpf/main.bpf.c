@@ -60,8 +60,8 @@ const volatile bool kernel_pick = true;
 const volatile bool idle_recheck = true;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
-/* How long a task put back in its partition's queue is held for its CPU; 0: not (--hold-put-back). */
-const volatile u64 hold_put_back_ns;
+/* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
+const volatile u64 hold_put_back_ns = 3000000ULL;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
