@@ -127,7 +127,7 @@ struct Opts {
     no_wait_behind_kthreads: bool,
 
     /// Do not hold a task its CPU puts back in its partition's queue
-    /// (slice end, yield, a wakeup taking its turn) for that CPU. By
+    /// (slice end, yield, another task taking its turn) for that CPU. By
     /// default it is held for up to a slice (--hold-put-back-us): other
     /// CPUs still busy with their own task leave it at the head instead of
     /// displacing their task into the queue in its place, and an idle CPU

@@ -1077,7 +1077,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
-	/* --hold-put-back: see head_held_elsewhere(). */
+	/* Held put-backs (off: --no-hold-put-back); see head_held_elsewhere(). */
 	if (hold_put_back_ns && tctx) {
 		if (!(enq_flags & SCX_ENQ_WAKEUP) && part == part_of_cpu(task_cpu)) {
 			tctx->put_back_cpu = task_cpu;
@@ -1175,11 +1175,12 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 
 /*
  * Is the head of @part's queue a task another CPU put back there less than
- * hold_put_back_ns ago? That CPU takes it back when its turn ends; a CPU still busy
- * with its own task (@cpu) leaves it, instead of displacing its task into
- * the queue, where the next CPU to reach a slice end would take that one,
- * and so on: one extra runnable task moved every task it passed on its
- * way. EEVDF queues the displaced task on its own CPU.
+ * hold_put_back_ns ago? That CPU takes it back when its turn ends; a CPU
+ * still busy with its own task (@cpu) leaves it, instead of displacing
+ * its task into the queue, where the next CPU to reach a slice end would
+ * take that one, and so on: one extra runnable task moved every task it
+ * passed on its way. EEVDF queues the displaced task on its own CPU. A CPU
+ * about to go idle does not ask, so no CPU idles while a held task waits.
  */
 static bool head_held_elsewhere(u32 part, s32 cpu)
 {
