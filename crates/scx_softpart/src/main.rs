@@ -118,6 +118,17 @@ struct Opts {
     #[arg(long)]
     no_idle_recheck: bool,
 
+    /// Do not let a CPU about to go idle take tasks waiting in another
+    /// partition's queue: each queue is served by its own partition's CPUs
+    /// only. Wakeups that find no idle CPU at home still go straight onto
+    /// an idle CPU elsewhere (implies --queued-spill=off, whose queued
+    /// wakeups a kicked CPU elsewhere would have to steal). This breaks
+    /// work conservation: a CPU may idle while a task allowed on it waits.
+    /// For comparison only: what steals cost in locality and give in CPU
+    /// time (docs/experiments.md, "Without steals").
+    #[arg(long)]
+    no_steal: bool,
+
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,
@@ -478,6 +489,7 @@ impl<'a> Scheduler<'a> {
         // --no-idle-core (SIS_CORE off) our own search must run instead.
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
+        rodata.steal = !opts.no_steal;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
         rodata.hold_put_back_ns = if opts.no_hold_put_back {
             0
@@ -487,6 +499,7 @@ impl<'a> Scheduler<'a> {
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.queued_spill = match opts.queued_spill {
+            _ if opts.no_steal => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
             QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
             QueuedSpill::Sync => bpf_intf::sp_queued_spill_SP_QSPILL_SYNC,
             QueuedSpill::Always => bpf_intf::sp_queued_spill_SP_QSPILL_ALWAYS,
@@ -531,9 +544,14 @@ impl<'a> Scheduler<'a> {
             .as_ref()
             .is_some_and(|b| b.kernel_pick_used);
         info!(
-            "attached at uptime {:.2} s; softness {}; away from home: {}; idle masks: {}; control socket {}",
+            "attached at uptime {:.2} s; softness {}{}; away from home: {}; idle masks: {}; control socket {}",
             uptime_s(),
             opts.softness,
+            if opts.no_steal {
+                "; steals off (--no-steal, queued spills off: comparison only)"
+            } else {
+                ""
+            },
             if kernel_pick {
                 "the kernel's scx_bpf_select_cpu_and()"
             } else {

@@ -58,6 +58,8 @@ const volatile u32 scan_cores = 0;
 const volatile bool kernel_pick = true;
 /* update_idle() looks at the queues again (off: --no-idle-recheck). */
 const volatile bool idle_recheck = true;
+/* A CPU going idle takes other partitions' waiting tasks (off: --no-steal). */
+const volatile bool steal = true;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -1231,8 +1233,12 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 			prev->scx.slice = slice_ns;
 		return;
 	}
-	/* About to go idle: take waiting work from the others, nearest first. */
-	bpf_for(i, 1, nr_parts) {
+	/*
+	 * About to go idle: take waiting work from the others, nearest first.
+	 * --no-steal leaves it there, against the maintainers' rule, only to
+	 * measure what steals cost in locality and give in CPU time.
+	 */
+	bpf_for(i, steal ? 1 : nr_parts, nr_parts) {
 		u32 idx = own * SP_MAX_PARTS + i, part;
 
 		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
@@ -1263,7 +1269,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
  */
 void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 {
-	u32 part;
+	u32 own = part_of_cpu(cpu), part;
 
 	if (!idle)
 		return;
@@ -1272,6 +1278,8 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 	if (!idle_recheck)
 		return;
 	bpf_for(part, 0, nr_parts) {
+		if (!steal && part != own)
+			continue;
 		if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)) {
 			scx_bpf_kick_cpu(cpu, 0);
 			stat_inc(SP_STAT_IDLE_RECHECK);
