@@ -122,11 +122,12 @@ struct Opts {
     /// partition's queue: each queue is served by its own partition's CPUs
     /// only. Wakeups that find no idle CPU at home still go straight onto
     /// an idle CPU elsewhere (implies --queued-spill=off, whose queued
-    /// wakeups a kicked CPU elsewhere would have to steal). This breaks
+    /// wakeups a kicked CPU elsewhere would have to steal, so the two
+    /// switches are not taken together). This breaks
     /// work conservation: a CPU may idle while a task allowed on it waits.
     /// For comparison only: what steals cost in locality and give in CPU
     /// time (docs/experiments.md, "Without steals").
-    #[arg(long)]
+    #[arg(long, conflicts_with = "queued_spill")]
     no_steal: bool,
 
     /// Treat a task that its CPU puts back (slice end, yield) while only
@@ -1534,5 +1535,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("sometimes"), "{err}");
+    }
+
+    #[test]
+    fn no_steal_turns_queued_spills_off_and_refuses_an_explicit_choice() {
+        let argv = ["scx_softpart", "--no-steal"];
+        let opts = Opts::try_parse_from(argv).unwrap();
+        assert!(opts.no_steal);
+        // The default (sync) is not a choice the operator made.
+        assert_eq!(opts.queued_spill, QueuedSpill::Sync);
+        for explicit in [
+            "--queued-spill",
+            "--queued-spill=always",
+            "--queued-spill=off",
+        ] {
+            let err = queued_spill(&["--no-steal", explicit])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--no-steal"), "{explicit}: {err}");
+            assert!(err.contains("--queued-spill"), "{explicit}: {err}");
+        }
     }
 }

@@ -1238,7 +1238,11 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	 * --no-steal leaves it there, against the maintainers' rule, only to
 	 * measure what steals cost in locality and give in CPU time.
 	 */
-	bpf_for(i, steal ? 1 : nr_parts, nr_parts) {
+	if (!steal) {
+		stat_inc(SP_STAT_DISPATCH_IDLE);
+		return;
+	}
+	bpf_for(i, 1, nr_parts) {
 		u32 idx = own * SP_MAX_PARTS + i, part;
 
 		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
