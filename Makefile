@@ -15,7 +15,7 @@ build: setup
 demo: build
 	$(ENV) target/release/softpart-bench run scenarios/two-instances.toml
 
-# Issues 3 and 4's experiment matrices (about 2 hours under TCG): results/experiments/.
+# Issues 3 and 4's experiment matrices and the side experiments (about 4 hours under TCG): results/experiments/.
 experiments: build
 	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
 
