@@ -4,8 +4,9 @@
 //! and sends the counts to the host.
 
 use crate::balancer_moves;
+use crate::callback_costs::{self, Costs};
 use crate::plan::{
-    GroupResult, GuestInfo, Message, Plan, PlannedScenario, ProgCost, RunResult, SchedulerExit,
+    GroupResult, GuestInfo, Message, Plan, PlannedScenario, RunResult, SchedulerExit,
 };
 use crate::scenario::{Policy, Scenario};
 use crate::watchdog;
@@ -126,22 +127,6 @@ fn run_plan(plan_path: &Path, ch: &mut Channel) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Run time and calls of the attached scheduler's select_cpu: struct_ops
-/// programs whose (15-character) name mentions "select".
-fn select_cpu_cost() -> Option<ProgCost> {
-    let mut cost = ProgCost::default();
-    let mut found = false;
-    for p in libbpf_rs::query::ProgInfoIter::default() {
-        if p.ty == libbpf_rs::ProgramType::StructOps && p.name.to_string_lossy().contains("select")
-        {
-            cost.run_ns += p.run_time_ns;
-            cost.calls += p.run_cnt;
-            found = true;
-        }
-    }
-    found.then_some(cost)
 }
 
 fn prepare_cgroups() -> Result<()> {
@@ -500,7 +485,8 @@ fn run_once(
         // by the time one read takes; the cpuacct window is timed on its
         // own all the same (a busy TCG guest can stall any read).
         let sched0: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
-        let sel0 = select_cpu_cost();
+        let progs0 = Costs::read();
+        let progs0_at = Instant::now();
         let cgids: Vec<u64> = workloads
             .iter()
             .map(|w| cgroups::id_of(&w.cg))
@@ -521,7 +507,9 @@ fn run_once(
             .collect::<Result<_>>()?;
         let acct1_ns = softpart_observer::monotonic_ns();
         drop(realtime);
-        let sel1 = select_cpu_cost();
+        let progs1 = Costs::read();
+        let progs_s = progs0_at.elapsed().as_secs_f64();
+        let progs = progs0.since(&progs1);
         let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let window = s1.since(&s0);
 
@@ -534,6 +522,13 @@ fn run_once(
                 "softpart stat --json (balancer moves against the window)".to_string(),
                 0,
                 balancer_moves::figures(&v, since),
+            ));
+        }
+        if sc.callback_costs {
+            probes.push((
+                "BPF program statistics around the window (callback costs)".to_string(),
+                0,
+                callback_costs::figures(&progs, progs_s),
             ));
         }
         let mut early_exits = Vec::new();
@@ -582,13 +577,7 @@ fn run_once(
             sched_ext_ops: read_trim(SCX_OPS),
             early_exits,
             probes,
-            select_cpu: match (sel0, sel1) {
-                (Some(a), Some(b)) => Some(ProgCost {
-                    run_ns: b.run_ns.saturating_sub(a.run_ns),
-                    calls: b.calls.saturating_sub(a.calls),
-                }),
-                _ => None,
-            },
+            select_cpu: progs.select_cpu(),
         })
     })();
 

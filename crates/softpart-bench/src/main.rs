@@ -3,6 +3,7 @@
 
 mod agent;
 mod balancer_moves;
+mod callback_costs;
 mod checks;
 mod freeze;
 mod guest;

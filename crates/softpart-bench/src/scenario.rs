@@ -51,6 +51,11 @@ pub struct Scenario {
     /// see balancer_moves.rs). No figure where no group is balanced.
     #[serde(default)]
     pub balancer_moves: bool,
+    /// Report the time each BPF callback of the scheduler took in the
+    /// measured window, and the other BPF programs' (the observer's) as a
+    /// baseline (`cb_*`, `other_bpf_*`; see callback_costs.rs).
+    #[serde(default)]
+    pub callback_costs: bool,
     /// Files written in the guest before the scenario runs (absolute path
     /// = content), e.g. a config file a policy's arguments name.
     #[serde(default)]
