@@ -46,6 +46,13 @@ pub struct RunFigures {
     pub idle_while_waiting: f64,
     /// The scheduler's select_cpu, ns per call (sched_ext policies).
     pub select_cpu_ns: Option<f64>,
+    /// Scenarios with `callback_costs`: `granted` less the time all of the
+    /// scheduler's BPF callbacks took (callback_costs.rs). The kernel
+    /// charges most of that time to the task on the CPU, so it is inside
+    /// `granted`; taking all of it off, and none of EEVDF's own
+    /// scheduling code (which cannot be timed the same way), gives a
+    /// lower bound of the CPU the workload's own code got, against EEVDF.
+    pub granted_less_callbacks: Option<f64>,
     /// For scenarios whose groups have no home (the balancer's): each
     /// group's share of its CPU time in the NUMA node it used most, the
     /// mean over groups.
@@ -139,6 +146,13 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         idle_while_waiting: run.cpus.iter().map(|c| c.idle_waiting_ns).sum::<u64>() as f64
             / 1e9
             / wall,
+        granted_less_callbacks: sc.callback_costs.then(|| {
+            total_ns as f64 / 1e9 / wall
+                - probe_figures(run)
+                    .get("cb_all_cpu_s_per_s")
+                    .copied()
+                    .unwrap_or(0.0)
+        }),
         select_cpu_ns: run
             .select_cpu
             .filter(|c| c.calls > 0)
@@ -236,6 +250,11 @@ pub const METRICS: &[Metric] = &[
     (
         "CPU time granted to the groups (CPU-s per s)",
         |f| Some(f.granted),
+        |x| format!("{x:.2}"),
+    ),
+    (
+        "CPU time granted less the scheduler's BPF callbacks (CPU-s per s)",
+        |f| f.granted_less_callbacks,
         |x| format!("{x:.2}"),
     ),
     (
@@ -426,6 +445,16 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
             policies,
             &rows,
         );
+        if sc.callback_costs {
+            let rows = relative_rows(sc, policies, cells, "eevdf", |f| f.granted_less_callbacks);
+            write_table(
+                &mut out,
+                "CPU time granted less the scheduler's BPF callbacks, relative to eevdf's granted (a lower bound: eevdf's own scheduling code stays in its figure)",
+                &sc.load_label,
+                policies,
+                &rows,
+            );
+        }
         let rows = relative_rows(sc, policies, cells, "eevdf", |f| Some(f.run_delay_sum));
         write_table(
             &mut out,
@@ -646,6 +675,49 @@ command = "y"
             !text.contains("observer reads"),
             "no read times in these results: {text}"
         );
+    }
+
+    #[test]
+    fn callbacks_come_off_the_cpu_time_granted() {
+        let mut sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        let eevdf = run("eevdf", [s, s, s, 0, s, 0, 0, 0], 0);
+        let mut ext = run("softpart", [s, s, s, 0, s, 0, 0, 0], 0);
+        ext.probes.push((
+            "callback costs".into(),
+            0,
+            "figure cb_all_cpu_s_per_s 0.75\nfigure other_bpf_ms_per_s 10\n".into(),
+        ));
+        // Without the key, no such figure.
+        assert_eq!(
+            figures(&ext, &sc, &topo).unwrap().granted_less_callbacks,
+            None
+        );
+        sc.callback_costs = true;
+        let e = figures(&eevdf, &sc, &topo).unwrap();
+        let x = figures(&ext, &sc, &topo).unwrap();
+        assert_eq!(
+            e.granted_less_callbacks,
+            Some(3.0),
+            "no callbacks to take off"
+        );
+        assert_eq!(
+            x.granted_less_callbacks,
+            Some(2.25),
+            "3 CPU-s per s less 0.75"
+        );
+        let refs = vec![&eevdf, &ext];
+        let policies = vec!["eevdf".to_string(), "softpart".to_string()];
+        let cells = cells(&refs, &sc, &topo, &policies).unwrap();
+        let text = render(&sc, &policies, &cells, "header");
+        let ratio = text
+            .split("relative to eevdf's granted")
+            .nth(1)
+            .and_then(|t| t.lines().nth(2))
+            .unwrap_or_default()
+            .to_string();
+        assert!(ratio.ends_with("0.75"), "2.25 over 3.00: {text}");
     }
 
     #[test]
