@@ -154,14 +154,6 @@ struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     hold_put_back_us: Option<u64>,
 
-    /// Hand a CPU first to a task of its partition's queue that last ran
-    /// on it (among the first 8 queued, at most a slice of vtime behind
-    /// the head), then to the head. Taking a task that last ran elsewhere
-    /// also takes that CPU's run-queue lock. Off by default; an experiment
-    /// (docs/experiments.md, "Overloaded sysbench threads").
-    #[arg(long)]
-    local_handoff: bool,
-
     /// Let the kernel hand a wakeup to the target CPU's wake list
     /// (SCX_OPS_ALLOW_QUEUED_WAKEUP, 6.15 and later), as EEVDF does: the
     /// waker only sends the IPI and the woken CPU queues the task itself.
@@ -505,7 +497,6 @@ impl<'a> Scheduler<'a> {
         } else {
             opts.hold_put_back_us.unwrap_or(opts.slice_us) * 1000
         };
-        rodata.local_handoff = opts.local_handoff;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.queued_spill = match opts.queued_spill {

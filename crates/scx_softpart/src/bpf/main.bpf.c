@@ -37,8 +37,6 @@
 
 /* Most slices a task is queued ahead of the vtime clock (see task_vtime). */
 #define SP_MAX_LEAD 10
-/* Queued tasks take_own_local() looks at. */
-#define SP_LOCAL_SCAN 8
 
 #ifndef PF_EXITING
 #define PF_EXITING 0x00000004 /* include/linux/sched.h */
@@ -66,8 +64,6 @@ const volatile bool steal = true;
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
 const volatile u64 hold_put_back_ns = 3000000ULL;
-/* --local-handoff: see take_own_local(). */
-const volatile bool local_handoff;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
@@ -1207,47 +1203,12 @@ static bool head_held_elsewhere(u32 part, s32 cpu)
 	return held;
 }
 
-/*
- * --local-handoff: hand @cpu to a task of its partition's queue that last
- * ran on it, among the first SP_LOCAL_SCAN queued and no more than a
- * slice of vtime behind the head, before the head itself. Taking a task
- * whose last CPU is another needs that CPU's run-queue lock as well as the
- * queue's; under TCG, where a vCPU holding a lock may be descheduled by
- * the host, dispatch() costs 68 us per call when it takes queued tasks
- * against 8 when it finds none (docs/experiments.md, "Overloaded sysbench
- * threads"). EEVDF hands a CPU to a task already on its run queue.
- */
-static bool take_own_local(u32 part, s32 cpu)
-{
-	struct task_struct *q;
-	u64 dsq = SP_PART_DSQ_BASE + part, limit = 0;
-	u32 seen = 0;
-
-	bpf_for_each(scx_dsq, q, dsq, 0) {
-		if (!seen)
-			limit = q->scx.dsq_vtime + slice_ns;
-		else if (time_before(limit, q->scx.dsq_vtime))
-			break;
-		if (++seen > SP_LOCAL_SCAN)
-			break;
-		if (scx_bpf_task_cpu(q) != cpu ||
-		    !bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
-			continue;
-		return scx_bpf_dsq_move(BPF_FOR_EACH_ITER, q, SCX_DSQ_LOCAL, 0);
-	}
-	return false;
-}
-
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 	u32 i;
 
-	if (local_handoff && take_own_local(own, cpu)) {
-		stat_inc(SP_STAT_LOCAL_HANDOFF);
-		return;
-	}
 	if (hold_put_back_ns && busy && head_held_elsewhere(own, cpu)) {
 		stat_inc(SP_STAT_HELD_SKIP);
 	} else if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
