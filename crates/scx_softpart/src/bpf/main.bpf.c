@@ -44,6 +44,24 @@
 
 char _license[] SEC("license") = "GPL";
 
+/*
+ * The clock of every timestamp here: the CPU's run-queue clock where the
+ * kernel has scx_bpf_now() (6.14 and later), else bpf_ktime_get_ns().
+ * bpf_ktime_get_ns() reads the machine's clocksource each call; where the
+ * TSC is marked unstable, as on QEMU TCG guests, that is the HPET, whose
+ * every read leaves the translated code for the emulator's device model,
+ * and the callbacks that read it took tens of microseconds of guest time
+ * per call
+ * (docs/experiments.md, "The scheduler's clock"). The run-queue clock
+ * comes from sched_clock: the TSC where there is one. Every timestamp is
+ * compared only with another of this clock (across CPUs to within a tick
+ * where the TSC is unstable; the comparisons tolerate that).
+ */
+static __always_inline u64 now_ns(void)
+{
+	return scx_bpf_now();
+}
+
 UEI_DEFINE(uei);
 
 /* Set by the control plane before load. */
@@ -778,7 +796,7 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		if (evict)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		else
-			set_claimed(cpu, bpf_ktime_get_ns());
+			set_claimed(cpu, now_ns());
 		return cpu;
 	}
 	stat_inc(SP_STAT_PICK_NONE);
@@ -823,7 +841,8 @@ static __always_inline u64 task_vtime(struct task_struct *p)
 
 static __always_inline bool room_lasted(const struct task_ctx *tctx, u64 now)
 {
-	return tctx->room_since && now - tctx->room_since >= SP_ROOM_LASTED_NS;
+	return tctx->room_since &&
+	       !time_before(now, tctx->room_since + SP_ROOM_LASTED_NS);
 }
 
 /* An idle CPU at home and nothing queued there; claims nothing. */
@@ -928,7 +947,7 @@ static __always_inline void keep_last(struct task_struct *p, s32 cpu, u64 enq_fl
  */
 static void preempt_for_wakeup(struct task_struct *p, const struct cpumask *cpus)
 {
-	u64 now = bpf_ktime_get_ns(), vtime = task_vtime(p), oldest = now;
+	u64 now = now_ns(), vtime = task_vtime(p), oldest = now;
 	s32 victim = -1;
 	u32 cpu;
 
@@ -1015,12 +1034,12 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 				 */
 				if (home_has_room(home) &&
 				    (!(enq_flags & SCX_ENQ_LAST) ||
-				     room_lasted(tctx, bpf_ktime_get_ns())))
+				     room_lasted(tctx, now_ns())))
 					cpu = pick_idle(home, task_cpu, 0);
 				if (cpu >= 0) {
 					tctx->room_since = 0;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-					set_claimed(cpu, bpf_ktime_get_ns());
+					set_claimed(cpu, now_ns());
 					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 					stat_inc(SP_STAT_RETURN_IDLE);
 					return;
@@ -1072,7 +1091,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		cpu = pick_idle(home, task_cpu, 0);
 		if (cpu >= 0) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-			set_claimed(cpu, bpf_ktime_get_ns());
+			set_claimed(cpu, now_ns());
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 			stat_inc(SP_STAT_ENQUEUE_IDLE);
 			return;
@@ -1083,7 +1102,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	if (hold_put_back_ns && tctx) {
 		if (!(enq_flags & SCX_ENQ_WAKEUP) && part == part_of_cpu(task_cpu)) {
 			tctx->put_back_cpu = task_cpu;
-			tctx->put_back_at = bpf_ktime_get_ns();
+			tctx->put_back_at = now_ns();
 			stat_inc(SP_STAT_PUT_BACK_HELD);
 		} else {
 			tctx->put_back_at = 0;
@@ -1130,7 +1149,7 @@ static bool should_go_home(struct task_struct *p, s32 cpu)
 		tctx->room_since = 0;
 		return false;
 	}
-	now = bpf_ktime_get_ns();
+	now = now_ns();
 	if (!tctx->room_since) {
 		tctx->room_since = now;
 		return false;
@@ -1196,7 +1215,7 @@ static bool head_held_elsewhere(u32 part, s32 cpu)
 		if (tctx) {
 			at = tctx->put_back_at;
 			held = at && tctx->put_back_cpu != cpu &&
-			       bpf_ktime_get_ns() - at < hold_put_back_ns;
+			       time_before(now_ns(), at + hold_put_back_ns);
 		}
 		break;
 	}
@@ -1297,7 +1316,7 @@ void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tctx = lookup_tctx(p);
 
 	if (tctx) {
-		tctx->runnable_at = bpf_ktime_get_ns();
+		tctx->runnable_at = now_ns();
 		/* A sleep ends the checks in a row (see room_lasted()). */
 		tctx->room_since = 0;
 	}
@@ -1318,7 +1337,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 		return;
 	tctx->kthread_queued = 0;
 	tctx->put_back_at = 0;
-	now = bpf_ktime_get_ns();
+	now = now_ns();
 	tctx->started_ns = now;
 	hs = group_stats_of(tctx->home_id);
 	record_delay(tctx, cpu, now);
@@ -1363,7 +1382,7 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, u32 cpu)
 {
 	struct sp_group_stats *hs;
 	struct sp_part_stats *ps;
-	u64 now = bpf_ktime_get_ns(), ran;
+	u64 now = now_ns(), ran;
 
 	if (!tctx->started_ns || now <= tctx->started_ns)
 		return;
@@ -1424,7 +1443,7 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	account_run(p, tctx, cpu);
 	/* Preempted or out of slice: it waits again from now. */
 	if (runnable)
-		tctx->runnable_at = bpf_ktime_get_ns();
+		tctx->runnable_at = now_ns();
 }
 
 /*
