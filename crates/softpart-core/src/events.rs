@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 28] = [
+pub const EVENT_NAMES: [&str; 29] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -31,4 +31,5 @@ pub const EVENT_NAMES: [&str; 28] = [
     "kthread_wait",
     "put_back_held",
     "held_skip",
+    "yield_kept",
 ];

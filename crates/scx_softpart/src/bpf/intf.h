@@ -81,6 +81,7 @@ enum sp_stat {
 	SP_STAT_KTHREAD_WAIT,	/* a task requeued behind per-CPU kthreads waited for them on its CPU */
 	SP_STAT_PUT_BACK_HELD,	/* a task put back in its partition's queue, held for its CPU */
 	SP_STAT_HELD_SKIP,	/* a busy CPU left a queue head held for another CPU (kept prev) */
+	SP_STAT_YIELD_KEPT,	/* sched_yield() with nobody waiting: the task kept its slice */
 	SP_NR_STATS,
 };
 
