@@ -76,6 +76,7 @@ fn guest_info() -> GuestInfo {
     GuestInfo {
         kernel,
         cmdline: read_trim("/proc/cmdline"),
+        clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         nr_cpus: cpulist::parse(&read_trim("/sys/devices/system/cpu/online"))
             .map_or(0, |s| s.len()),
         nodes,

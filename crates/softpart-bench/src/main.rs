@@ -350,6 +350,10 @@ pub fn header(sc: &Scenario, info: Option<&GuestInfo>, reps: u32) -> String {
         ),
         None => ("?".into(), "?".into(), "?".into()),
     };
+    let clock = match info.map(|i| i.clocksource.as_str()) {
+        Some(c) if !c.is_empty() => format!(", clocksource {c}"),
+        _ => String::new(),
+    };
     // Extra guest parameters change what the figures mean (idle=poll
     // removes the halted vCPU's wake-up), so the header names them, as
     // the guest itself reported its command line.
@@ -360,7 +364,7 @@ pub fn header(sc: &Scenario, info: Option<&GuestInfo>, reps: u32) -> String {
         format!("\nguest kernel command line: {seen}")
     };
     format!(
-        "{} — {}\nkernel {kernel}, guest topology {} (NUMA nodes: {nodes}; SMT siblings: {smt}), QEMU TCG{args}\n{}, {} reps x {} s per cell (after {} s warm-up); cells: median [min-max]",
+        "{} — {}\nkernel {kernel}, guest topology {} (NUMA nodes: {nodes}; SMT siblings: {smt}), QEMU TCG{clock}{args}\n{}, {} reps x {} s per cell (after {} s warm-up); cells: median [min-max]",
         sc.name,
         sc.description,
         sc.topology,
@@ -557,6 +561,27 @@ mod tests {
             .iter()
             .map(|g| g.iter().map(|s| s.name.as_str()).collect())
             .collect()
+    }
+
+    #[test]
+    fn header_names_the_guests_clocksource_where_recorded() {
+        let sc = scenario("s", "2n2c2t", None);
+        let mut info = GuestInfo {
+            kernel: "6.17.13+deb13-amd64".into(),
+            nr_cpus: 8,
+            nodes: vec!["0-3".into(), "4-7".into()],
+            smt_siblings: vec!["0-1".into()],
+            cmdline: String::new(),
+            clocksource: "hpet".into(),
+        };
+        let h = header(&sc, Some(&info), 3);
+        assert!(h.contains("QEMU TCG, clocksource hpet\n"), "{h}");
+        info.clocksource.clear();
+        let h = header(&sc, Some(&info), 3);
+        assert!(
+            h.contains("QEMU TCG\n") && !h.contains("clocksource"),
+            "{h}"
+        );
     }
 
     #[test]

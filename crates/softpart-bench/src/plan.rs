@@ -50,6 +50,11 @@ pub struct GuestInfo {
     /// saved before it was recorded.
     #[serde(default)]
     pub cmdline: String,
+    /// The guest's clocksource (sysfs): on TCG the TSC is marked unstable
+    /// and the kernel's clock is the emulated HPET, which every
+    /// bpf_ktime_get_ns() reads. Empty in results saved before.
+    #[serde(default)]
+    pub clocksource: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
