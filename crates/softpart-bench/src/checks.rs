@@ -1085,6 +1085,11 @@ const STEAL_MIN: u64 = 100;
 /// per s, locality 94.1-96.0 against 99.2-99.4%, CPU time 7.43-7.63
 /// against 7.41-7.51 CPU-s per s.
 fn idle_cpus_steal(r: &Results) -> Result<String> {
+    // Locality without steals: 97.4-99.7% in nine runs up to 4c8b9a9,
+    // 98.5-98.6% in two on dc2bada, and 95.8% in one slow CI boot of
+    // dc2bada (6.98 CPU-s per s granted against 7.4-7.6 elsewhere), where
+    // steals still moved twice as many tasks across nodes.
+    const NO_STEAL_LOCALITY_MIN: f64 = 0.93;
     const OFF: &str = "softpart:--no-steal";
     let homes = [("inst0", 0..4), ("inst1", 4..8)];
     let figures = |policy: &str| -> Result<(u64, f64, f64, f64)> {
@@ -1114,7 +1119,7 @@ fn idle_cpus_steal(r: &Results) -> Result<String> {
     if on_steals < STEAL_MIN {
         bail!("idle CPUs hardly stole, nothing tested: {seen}");
     }
-    if on_cross < off_cross * 1.5 || off_local <= on_local || off_local < 0.96 {
+    if on_cross < off_cross * 1.5 || off_local <= on_local || off_local < NO_STEAL_LOCALITY_MIN {
         bail!("the steals are not what moves the instances: {seen}");
     }
     if on_cpu < off_cpu * 0.97 {
