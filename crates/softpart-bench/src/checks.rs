@@ -1122,7 +1122,9 @@ fn idle_cpus_steal(r: &Results) -> Result<String> {
     if on_cross < off_cross * 1.5 || off_local <= on_local || off_local < NO_STEAL_LOCALITY_MIN {
         bail!("the steals are not what moves the instances: {seen}");
     }
-    if on_cpu < off_cpu * 0.97 {
+    // With steals against without, CPU time: 0.99-1.03x up to 4c8b9a9;
+    // on dc2bada 1.03-1.07x in three runs and 0.98x in one CI boot.
+    if on_cpu < off_cpu * 0.95 {
         bail!("stealing cost CPU time: {seen}");
     }
     Ok(seen)
