@@ -186,6 +186,7 @@ const TESTS: &[(&str, Check)] = &[
         "idle_cpus_take_the_other_partitions_waiting_tasks",
         idle_cpus_steal,
     ),
+    ("yields_with_nobody_waiting_keep_the_cpu", yields_kept),
     ("bench_times_each_scheduler_callback", callbacks_timed),
     (
         "idle_masks_per_node_where_the_kernel_has_them",
@@ -1070,6 +1071,25 @@ fn put_back_held_for_cpu(r: &Results) -> Result<String> {
     }
     if on_skips < HOLD_MIN_SKIPS || on > off * HOLD_MIGRATIONS_MAX || on_cpu < off_cpu * 0.9 {
         bail!("{seen}");
+    }
+    Ok(seen)
+}
+
+/// sched_yield() with nobody waiting keeps the CPU without a dispatch()
+/// (dc2bada), and a yield with a task waiting still hands the CPU over
+/// (hold-put-back.toml's default run: two sysbench-threads instances of 8
+/// per 4-CPU node, which yield in a loop). In sysbench-threads-handoffs
+/// at that load: 218 thousand kept and 14 thousand hand-offs per s.
+fn yields_kept(r: &Results) -> Result<String> {
+    let c = exit_counters(r, "hold-put-back", "softpart")?;
+    let get = |k: &str| c[k].as_u64().unwrap_or(0);
+    let (kept, handoffs) = (get("yield_kept"), get("dispatch_own"));
+    let seen = format!("{kept} yields kept their CPU, {handoffs} hand-offs to queued tasks");
+    if kept < 10_000 {
+        bail!("yields with nobody waiting did not keep their CPU: {seen}");
+    }
+    if handoffs < 1_000 {
+        bail!("yields no longer hand the CPU to waiting tasks: {seen}");
     }
     Ok(seen)
 }
