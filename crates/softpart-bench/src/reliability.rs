@@ -267,8 +267,11 @@ pub fn cgroup_churn_leaves_nothing(r: &Results) -> Result<String> {
     let h = &v.held;
     // What the live groups need: the steady group's cgroup home only.
     if (h.task_homes, h.cgroup_homes, h.home_ids, h.balanced) != (0, 1, 1, 0) {
+        let left = probe_of(run, "find /sys/fs/cgroup/bench")
+            .map(|(_, _, out)| out.trim().replace('\n', ", "))
+            .unwrap_or_default();
         bail!(
-            "after {churned} cgroups: {} thread homes, {} cgroup homes, {} home ids, {} balanced (expected 0, 1, 1, 0)",
+            "after {churned} cgroups: {} thread homes, {} cgroup homes, {} home ids, {} balanced (expected 0, 1, 1, 0); left under /bench: {left}",
             h.task_homes,
             h.cgroup_homes,
             h.home_ids,
