@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: setup build demo test lint unit guest-test experiments soak vcpu-wake
+.PHONY: setup build demo test lint unit guest-test experiments soak vcpu-wake upstream-baseline
 
 setup:
 	bash scripts/setup.sh
@@ -25,6 +25,17 @@ experiments: build
 vcpu-wake: build
 	$(ENV) target/release/softpart-bench run scenarios/vcpu-wake/*.toml --out results/vcpu-wake/halt
 	$(ENV) target/release/softpart-bench run scenarios/vcpu-wake/*.toml --guest-arg idle=poll --out results/vcpu-wake/poll
+
+# The run-delay cells of issue 3 under upstream scx_bpfland (built from
+# crates.io by scripts/scx-bpfland.sh) beside eevdf and scx_softpart with
+# and without homes, in one boot (about 40 minutes under TCG): is a gap
+# scx_softpart's own, or any sched_ext scheduler's under TCG?
+# results/upstream-baseline/.
+UPSTREAM_SCENARIOS := $(addprefix scenarios/experiments/,one-sysbench-threads.toml one-hackbench.toml two-hackbench.toml two-sysbench-threads.toml)
+upstream-baseline: build
+	$(ENV) bpfland_bin=$$(bash scripts/scx-bpfland.sh) && PATH="$$bpfland_bin:$$PATH" \
+	  target/release/softpart-bench run $(UPSTREAM_SCENARIOS) \
+	  --policies "eevdf,softpart-nohome,softpart,external:scx_bpfland" --out results/upstream-baseline
 
 # Issue 5's soak run (about 35 minutes under TCG; not part of `make test`).
 # KERNEL=linux-image-7.3.4+deb13-amd64 boots that guest kernel instead.
