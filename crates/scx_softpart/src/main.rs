@@ -130,6 +130,21 @@ struct Opts {
     #[arg(long, conflicts_with = "queued_spill")]
     no_steal: bool,
 
+    /// How long a CPU about to go idle waits before it takes a task from
+    /// another partition's queue that ran less than this long ago, in
+    /// microseconds; 0: it takes it at once. Only a CPU that its own
+    /// partition's homed tasks used within the last slice waits (its own
+    /// tasks are likely to want it back, and the task's own partition to
+    /// free a CPU first); a CPU serving no owners, as a node a single
+    /// instance bursts into, never does. A per-CPU timer brings the CPU
+    /// back when the wait is over, so no CPU idles longer than this while
+    /// a task it may run waits. EEVDF's balancer waits the same way before
+    /// pulling a task that just ran (task_hot()). Default: one slice
+    /// (--slice-us). docs/design.md, "Deferred steals".
+    #[arg(long, value_name = "US", conflicts_with = "no_steal",
+          value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    steal_defer_us: Option<u64>,
+
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,
@@ -491,6 +506,8 @@ impl<'a> Scheduler<'a> {
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
         rodata.steal = !opts.no_steal;
+        let steal_defer_us = opts.steal_defer_us.unwrap_or(opts.slice_us);
+        rodata.steal_defer_ns = steal_defer_us * 1000;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
         rodata.hold_put_back_ns = if opts.no_hold_put_back {
             0
@@ -548,10 +565,12 @@ impl<'a> Scheduler<'a> {
             "attached at uptime {:.2} s; softness {}{}; away from home: {}; idle masks: {}; control socket {}",
             uptime_s(),
             opts.softness,
-            if opts.no_steal {
-                "; steals off (--no-steal, queued spills off: comparison only)"
-            } else {
-                ""
+            match steal_defer_us {
+                _ if opts.no_steal => {
+                    "; steals off (--no-steal, queued spills off: comparison only)".to_string()
+                }
+                0 => "; steals at once".to_string(),
+                us => format!("; steals deferred up to {us} us on CPUs their owners just used"),
             },
             if kernel_pick {
                 "the kernel's scx_bpf_select_cpu_and()"
@@ -1555,5 +1574,28 @@ mod tests {
             assert!(err.contains("--no-steal"), "{explicit}: {err}");
             assert!(err.contains("--queued-spill"), "{explicit}: {err}");
         }
+    }
+
+    #[test]
+    fn steal_defer_takes_zero_and_names_a_bad_value() {
+        let opts = Opts::try_parse_from(["scx_softpart"]).unwrap();
+        assert_eq!(opts.steal_defer_us, None);
+        let opts = Opts::try_parse_from(["scx_softpart", "--steal-defer-us", "0"]).unwrap();
+        assert_eq!(opts.steal_defer_us, Some(0));
+        for bad in ["100001", "-1", "half"] {
+            let err = Opts::try_parse_from([
+                "scx_softpart".to_string(),
+                format!("--steal-defer-us={bad}"),
+            ])
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("--steal-defer-us"), "{bad}: {err}");
+            assert!(err.contains(bad), "{bad}: {err}");
+        }
+        // Without steals there is nothing to defer: an explicit value is refused.
+        let err = Opts::try_parse_from(["scx_softpart", "--no-steal", "--steal-defer-us", "100"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--no-steal"), "{err}");
     }
 }

@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 29] = [
+pub const EVENT_NAMES: [&str; 31] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -32,4 +32,6 @@ pub const EVENT_NAMES: [&str; 29] = [
     "put_back_held",
     "held_skip",
     "yield_kept",
+    "steal_deferred",
+    "steal_timer",
 ];

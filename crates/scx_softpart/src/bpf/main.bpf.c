@@ -78,6 +78,11 @@ const volatile bool kernel_pick = true;
 const volatile bool idle_recheck = true;
 /* A CPU going idle takes other partitions' waiting tasks (off: --no-steal). */
 const volatile bool steal = true;
+/*
+ * ... but only a head that has not run for this long; 0: any head at once
+ * (--steal-defer-us).
+ */
+const volatile u64 steal_defer_ns = 500000ULL;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -148,6 +153,12 @@ u64 cpu_claimed_at[SP_MAX_CPUS];
  * the CPU puts back waits there for them instead of moving.
  */
 u32 cpu_kthreads_queued[SP_MAX_CPUS];
+/*
+ * When the CPU last stopped running a homed task at home (an owner of its
+ * partition); 0 after a visitor. Steals are deferred only on a CPU whose
+ * own partition's tasks used it this recently (see owners_recent()).
+ */
+u64 cpu_owner_stopped_at[SP_MAX_CPUS];
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
@@ -217,6 +228,8 @@ struct task_ctx {
 	/* put back in its CPU's partition queue: held for put_back_cpu; 0: not */
 	u64 put_back_at;
 	s32 put_back_cpu;
+	/* when it last stopped running; 0 before its first run */
+	u64 stopped_at;
 };
 
 struct {
@@ -230,6 +243,43 @@ static __always_inline void stat_inc(enum sp_stat idx)
 {
 	if (idx < SP_NR_STATS)
 		__sync_fetch_and_add(&stats[idx], 1);
+}
+
+/*
+ * One timer per CPU, for deferred steals (see head_stealable()): it kicks
+ * its CPU, if still idle, when the head it passed over may be taken.
+ */
+struct steal_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct steal_timer);
+} steal_timers SEC(".maps");
+
+static int steal_timer_fired(void *map, u32 *key, struct steal_timer *st)
+{
+	scx_bpf_kick_cpu(*key, SCX_KICK_IDLE);
+	stat_inc(SP_STAT_STEAL_TIMER);
+	return 0;
+}
+
+/* Kick @cpu (the calling CPU, going idle) at @ready_at. */
+static void arm_steal_timer(s32 cpu, u64 now, u64 ready_at)
+{
+	struct steal_timer *st;
+	u32 key = cpu;
+
+	st = bpf_map_lookup_elem(&steal_timers, &key);
+	if (!st)
+		return;
+	/* Pinned: the timer's interrupt wakes the CPU it kicks. */
+	bpf_timer_start(&st->timer, time_before(now, ready_at) ? ready_at - now : 1,
+			BPF_F_TIMER_CPU_PIN);
+	stat_inc(SP_STAT_STEAL_DEFERRED);
 }
 
 /*
@@ -1222,10 +1272,66 @@ static bool head_held_elsewhere(u32 part, s32 cpu)
 	return held;
 }
 
+/*
+ * May a CPU of another partition take @part's head now? With @defer (see
+ * owners_recent()), only once the head has not run for steal_defer_ns:
+ * until then its own partition's CPUs, where its cache is, are likely to
+ * free up first, and the thief's own tasks to want it back. EEVDF's
+ * balancer defers a pull the same way (can_migrate_task(): task_hot(), a
+ * task that ran within sysctl_sched_migration_cost), so a CPU may stand
+ * idle a moment rather than move a task that just ran. A head that may
+ * not be taken yet lowers *@ready_at (0: none yet) to when it may; the
+ * caller arms its CPU's timer for then, so the wait is bounded: "if there
+ * is idle, we use it" holds within steal_defer_ns. An empty queue has
+ * nothing to take.
+ */
+static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
+{
+	struct task_struct *head;
+	struct task_ctx *tctx;
+	bool ok = false;
+	u64 at;
+
+	bpf_for_each(scx_dsq, head, SP_PART_DSQ_BASE + part, 0) {
+		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
+		at = tctx ? tctx->stopped_at : 0;
+		if (!defer || !at || !time_before(now, at + steal_defer_ns))
+			ok = true;
+		else if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
+			*ready_at = at + steal_defer_ns;
+		break;
+	}
+	return ok;
+}
+
+/*
+ * Whether @cpu defers its steals: only if its own partition's homed tasks
+ * ran on it within the last slice, so that they, and not the other
+ * partition's, are likely to want it next. A CPU that serves no owners (a
+ * node left idle by a single instance, or running visitors) steals at
+ * once: deferring there only leaves the CPU idle, and the instance
+ * bursting into it loses the time (one sysbench-threads instance of 16
+ * threads: 0.93x eevdf's CPU time at 500 us, 0.89x at 3 ms, against 0.98x;
+ * docs/experiments.md, "Deferred steals").
+ */
+static __always_inline bool owners_recent(s32 cpu, u64 now)
+{
+	u32 c = cpu;
+	u64 at;
+
+	if (!steal_defer_ns || c >= SP_MAX_CPUS)
+		return false;
+	barrier_var(c);
+	at = cpu_owner_stopped_at[c];
+	return at && time_before(now, at + slice_ns);
+}
+
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	u64 now, ready_at;
+	bool defer;
 	u32 i;
 
 	if (hold_put_back_ns && busy && head_held_elsewhere(own, cpu)) {
@@ -1261,12 +1367,17 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		stat_inc(SP_STAT_DISPATCH_IDLE);
 		return;
 	}
+	now = now_ns();
+	defer = owners_recent(cpu, now);
+	ready_at = 0;
 	bpf_for(i, 1, nr_parts) {
 		u32 idx = own * SP_MAX_PARTS + i, part;
 
 		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
 			break;
 		part = part_order[idx];
+		if (!head_stealable(part, now, defer, &ready_at))
+			continue;
 		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
 			struct sp_part_stats *ps = part_stats_of(own);
 
@@ -1276,6 +1387,8 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 		}
 	}
+	if (ready_at)
+		arm_steal_timer(cpu, now, ready_at);
 	stat_inc(SP_STAT_DISPATCH_IDLE);
 }
 
@@ -1323,6 +1436,8 @@ bool BPF_STRUCT_OPS(softpart_yield, struct task_struct *from,
 void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 {
 	u32 own = part_of_cpu(cpu), part;
+	u64 now, ready_at;
+	bool defer;
 
 	if (!idle)
 		return;
@@ -1330,8 +1445,11 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 	set_claimed(cpu, 0);
 	if (!idle_recheck)
 		return;
+	now = now_ns();
+	defer = owners_recent(cpu, now);
+	ready_at = 0;
 	bpf_for(part, 0, nr_parts) {
-		if (!steal && part != own)
+		if (part != own && (!steal || !head_stealable(part, now, defer, &ready_at)))
 			continue;
 		if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)) {
 			scx_bpf_kick_cpu(cpu, 0);
@@ -1339,6 +1457,13 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 			return;
 		}
 	}
+	/*
+	 * A head dispatch() would pass over (or that came since): the timer
+	 * brings this CPU back when it may be taken. Kicking now would only
+	 * pass it over again, and again at every return to idle.
+	 */
+	if (ready_at)
+		arm_steal_timer(cpu, now, ready_at);
 }
 
 void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
@@ -1471,9 +1596,15 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	if (!tctx)
 		return;
 	account_run(p, tctx, cpu);
+	tctx->stopped_at = now_ns();
+	/* Homeless tasks (kthreads, daemons) leave the mark as it is. */
+	if (homed(tctx) && cpu < SP_MAX_CPUS) {
+		barrier_var(cpu);
+		cpu_owner_stopped_at[cpu] = tctx->at_home == 1 ? tctx->stopped_at : 0;
+	}
 	/* Preempted or out of slice: it waits again from now. */
 	if (runnable)
-		tctx->runnable_at = now_ns();
+		tctx->runnable_at = tctx->stopped_at;
 }
 
 /*
@@ -1618,6 +1749,21 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 	s32 ret;
 
 	kernel_pick_used = kernel_pick && __COMPAT_HAS_scx_bpf_select_cpu_and;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		struct steal_timer *st;
+		u32 key = cpu;
+
+		st = bpf_map_lookup_elem(&steal_timers, &key);
+		if (!st)
+			break;
+		ret = bpf_timer_init(&st->timer, &steal_timers, CLOCK_MONOTONIC);
+		if (ret) {
+			scx_bpf_error("failed to init the steal timer of CPU %u: %d", cpu, ret);
+			return ret;
+		}
+		bpf_timer_set_callback(&st->timer, steal_timer_fired);
+	}
 
 	bpf_for(part, 0, nr_parts) {
 		struct part_ctx *pctx;
