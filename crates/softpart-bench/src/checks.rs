@@ -1143,7 +1143,9 @@ fn steals_deferred_for_owners(r: &Results) -> Result<String> {
     if now_deferred != 0 {
         bail!("--steal-defer-us 0 still deferred: {seen}");
     }
-    if deferred < 10 || timers == 0 {
+    // 41-83 deferrals and 23-39 timer kicks in seven runs, when both
+    // dispatch() and update_idle() counted a deferral (dispatch() only now).
+    if deferred < 5 || timers == 0 {
         bail!("no steal waited for its timer: {seen}");
     }
     if steals < 10 {

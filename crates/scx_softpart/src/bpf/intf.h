@@ -82,8 +82,8 @@ enum sp_stat {
 	SP_STAT_PUT_BACK_HELD,	/* a task put back in its partition's queue, held for its CPU */
 	SP_STAT_HELD_SKIP,	/* a busy CPU left a queue head held for another CPU (kept prev) */
 	SP_STAT_YIELD_KEPT,	/* sched_yield() with nobody waiting: the task kept its slice */
-	SP_STAT_STEAL_DEFERRED,	/* a CPU going idle left another partition's head, run too recently */
-	SP_STAT_STEAL_TIMER,	/* a deferred steal's timer kicked its idle CPU */
+	SP_STAT_STEAL_DEFERRED,	/* dispatch() went idle leaving another partition's head, run too recently */
+	SP_STAT_STEAL_TIMER,	/* a deferred steal's timer fired (and kicked its CPU if idle) */
 	SP_NR_STATS,
 };
 

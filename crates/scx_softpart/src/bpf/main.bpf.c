@@ -79,10 +79,10 @@ const volatile bool idle_recheck = true;
 /* A CPU going idle takes other partitions' waiting tasks (off: --no-steal). */
 const volatile bool steal = true;
 /*
- * ... but only a head that has not run for this long; 0: any head at once
- * (--steal-defer-us).
+ * ... but a CPU its owners just used takes only a head that has not run
+ * for this long (owners_recent()); 0: any head at once (--steal-defer-us).
  */
-const volatile u64 steal_defer_ns = 500000ULL;
+const volatile u64 steal_defer_ns = 3000000ULL;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -279,7 +279,6 @@ static void arm_steal_timer(s32 cpu, u64 now, u64 ready_at)
 	/* Pinned: the timer's interrupt wakes the CPU it kicks. */
 	bpf_timer_start(&st->timer, time_before(now, ready_at) ? ready_at - now : 1,
 			BPF_F_TIMER_CPU_PIN);
-	stat_inc(SP_STAT_STEAL_DEFERRED);
 }
 
 /*
@@ -1387,8 +1386,10 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 		}
 	}
-	if (ready_at)
+	if (ready_at) {
 		arm_steal_timer(cpu, now, ready_at);
+		stat_inc(SP_STAT_STEAL_DEFERRED);
+	}
 	stat_inc(SP_STAT_DISPATCH_IDLE);
 }
 
