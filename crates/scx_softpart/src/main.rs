@@ -53,6 +53,9 @@ enum QueuedSpill {
     Sync,
     /// Every spill.
     Always,
+    /// As "sync", and also every spill bound for a CPU that its own
+    /// partition's homed tasks used within the last slice.
+    Owned,
 }
 
 /// scx_softpart: soft CPU partitions for hosts that run several workloads
@@ -188,8 +191,11 @@ struct Opts {
     /// it waits in its home's queue, with that idle CPU kicked, instead of
     /// going straight onto it, so that a home CPU freeing up first runs it.
     /// "sync" (default): only when the waker says it is about to sleep (a
-    /// pipe or socket write) on a CPU that serves that queue; "always"
-    /// (also plain --queued-spill); "off". docs/design.md, Queued spills.
+    /// pipe or socket write) on a CPU that serves that queue; "owned": as
+    /// "sync", and also when the idle CPU's own partition's homed tasks
+    /// ran on it within the last slice (so it takes the task by the rule
+    /// of --steal-defer-us, as a steal); "always" (also plain
+    /// --queued-spill); "off". docs/design.md, Queued spills.
     #[arg(
         long,
         value_enum,
@@ -521,6 +527,7 @@ impl<'a> Scheduler<'a> {
             QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
             QueuedSpill::Sync => bpf_intf::sp_queued_spill_SP_QSPILL_SYNC,
             QueuedSpill::Always => bpf_intf::sp_queued_spill_SP_QSPILL_ALWAYS,
+            QueuedSpill::Owned => bpf_intf::sp_queued_spill_SP_QSPILL_OWNED,
         };
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
@@ -1549,6 +1556,10 @@ mod tests {
         assert_eq!(
             queued_spill(&["--queued-spill", "sync"]).unwrap(),
             QueuedSpill::Sync
+        );
+        assert_eq!(
+            queued_spill(&["--queued-spill=owned"]).unwrap(),
+            QueuedSpill::Owned
         );
         let err = queued_spill(&["--queued-spill=sometimes"])
             .unwrap_err()

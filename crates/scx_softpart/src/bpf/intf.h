@@ -40,6 +40,7 @@ enum sp_queued_spill {
 	SP_QSPILL_OFF,
 	SP_QSPILL_SYNC,		/* the waker is about to sleep at the task's home */
 	SP_QSPILL_ALWAYS,
+	SP_QSPILL_OWNED,	/* sync, or the idle CPU's own partition just used it */
 };
 
 /* How far a task moved between two runs, nearest first. */

@@ -778,6 +778,28 @@ search_allowed:
 static __always_inline u64 task_vtime(struct task_struct *p);
 
 /*
+ * Whether @cpu defers its steals: only if its own partition's homed tasks
+ * ran on it within the last slice, so that they, and not the other
+ * partition's, are likely to want it next. A CPU that serves no owners (a
+ * node left idle by a single instance, or running visitors) steals at
+ * once: deferring there only leaves the CPU idle, and the instance
+ * bursting into it loses the time (one sysbench-threads instance of 16
+ * threads: 0.93x eevdf's CPU time at 500 us, 0.89x at 3 ms, against 0.98x;
+ * docs/experiments.md, "Deferred steals").
+ */
+static __always_inline bool owners_recent(s32 cpu, u64 now)
+{
+	u32 c = cpu;
+	u64 at;
+
+	if (!steal_defer_ns || c >= SP_MAX_CPUS)
+		return false;
+	barrier_var(c);
+	at = cpu_owner_stopped_at[c];
+	return at && time_before(now, at + slice_ns);
+}
+
+/*
  * Queued spills (--queued-spill, "sync" by default): a wakeup bound for an
  * idle CPU away from home waits in its home's queue instead of in that
  * CPU's local one, and the CPU is kicked: whichever comes first, a home
@@ -811,13 +833,20 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 	 * ("always") let home CPUs of tasks that yield or wake each other by
 	 * futex take the queued task back while the kicked CPU woke to nothing:
 	 * one sysbench-threads instance lost up to 15% of its CPU time.
+	 * "owned" also queues a spill bound for a CPU that its own partition's
+	 * tasks just used (owners_recent()): that CPU would defer stealing the
+	 * task, so it should not be handed it directly either. The kicked CPU
+	 * takes it by the steal rule; a CPU serving no owners (where that
+	 * sysbench-threads instance bursts) is handed it as under "sync".
 	 */
-	if (queued_spill == SP_QSPILL_SYNC) {
+	if (queued_spill != SP_QSPILL_ALWAYS) {
 		s32 this_cpu = bpf_get_smp_processor_id();
 
-		if (!(wake_flags & SCX_WAKE_SYNC) ||
-		    (bpf_get_current_task_btf()->flags & PF_EXITING) ||
-		    part_of_cpu(this_cpu) != part || !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr))
+		if ((!(wake_flags & SCX_WAKE_SYNC) ||
+		     (bpf_get_current_task_btf()->flags & PF_EXITING) ||
+		     part_of_cpu(this_cpu) != part ||
+		     !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr)) &&
+		    !(queued_spill == SP_QSPILL_OWNED && owners_recent(cpu, now_ns())))
 			return false;
 	}
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns, task_vtime(p), 0);
@@ -1301,28 +1330,6 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 		break;
 	}
 	return ok;
-}
-
-/*
- * Whether @cpu defers its steals: only if its own partition's homed tasks
- * ran on it within the last slice, so that they, and not the other
- * partition's, are likely to want it next. A CPU that serves no owners (a
- * node left idle by a single instance, or running visitors) steals at
- * once: deferring there only leaves the CPU idle, and the instance
- * bursting into it loses the time (one sysbench-threads instance of 16
- * threads: 0.93x eevdf's CPU time at 500 us, 0.89x at 3 ms, against 0.98x;
- * docs/experiments.md, "Deferred steals").
- */
-static __always_inline bool owners_recent(s32 cpu, u64 now)
-{
-	u32 c = cpu;
-	u64 at;
-
-	if (!steal_defer_ns || c >= SP_MAX_CPUS)
-		return false;
-	barrier_var(c);
-	at = cpu_owner_stopped_at[c];
-	return at && time_before(now, at + slice_ns);
 }
 
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
