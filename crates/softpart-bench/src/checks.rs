@@ -46,6 +46,10 @@ const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../guest-tests/spill-futex.toml"),
     ),
     (
+        "spill-owned",
+        include_str!("../guest-tests/spill-owned.toml"),
+    ),
+    (
         "kthread-wait",
         include_str!("../guest-tests/kthread-wait.toml"),
     ),
@@ -177,6 +181,10 @@ const TESTS: &[(&str, Check)] = &[
     (
         "spills_wait_at_home_only_after_sync_wakeups",
         queued_spills_follow_sync_wakeups,
+    ),
+    (
+        "spills_onto_cpus_their_owners_just_used_wait_at_home_when_asked",
+        queued_spills_onto_owned_cpus,
     ),
     (
         "kthread_turns_are_waited_for_on_the_cpu",
@@ -992,6 +1000,48 @@ fn queued_spills_follow_sync_wakeups(r: &Results) -> Result<String> {
     }
     Ok(format!(
         "queued at home: hackbench {sync_q} of {sync_away}, sysbench threads {futex_q} of {futex_away}, --queued-spill=off {off_q} of {off_away}"
+    ))
+}
+
+/// Fewer wakeups away from home than this in a spill-owned run say too
+/// little to judge.
+const OWNED_MIN_AWAY: u64 = 20;
+
+/// At least this share of spill-owned's wakeups away from home wait at home
+/// under --queued-spill=owned: measured 43-73% in four runs (the rest go to
+/// CPUs whose owners had not run there within the slice, such as a
+/// visitor's previous CPU); "sync" queued 0 of 90-99.
+const OWNED_QUEUED_MIN: f64 = 0.2;
+
+/// --queued-spill=owned (spill-owned.toml): two sysbench-threads
+/// instances, whose futex wakes the default ("sync") never queues, spill
+/// onto CPUs the other instance keeps busy; "owned" queues a large share of
+/// those spills at home, "sync" next to none, in the same boot.
+fn queued_spills_onto_owned_cpus(r: &Results) -> Result<String> {
+    let spills = |policy: &str| -> Result<(u64, u64)> {
+        let c = exit_counters(r, "spill-owned", policy)?;
+        let get = |k: &str| c[k].as_u64().unwrap_or(0);
+        let away: u64 = AWAY_PICKS.iter().map(|k| get(k)).sum();
+        if away < OWNED_MIN_AWAY {
+            bail!(
+                "spill-owned {policy}: only {away} wakeups away from home, too few to judge: {c}"
+            );
+        }
+        Ok((get("spill_queued"), away))
+    };
+    let (sync_q, sync_away) = spills("softpart")?;
+    let (owned_q, owned_away) = spills("softpart:--queued-spill=owned")?;
+    if sync_q * 10 > sync_away {
+        bail!("sync (default): {sync_q} of {sync_away} futex spills queued, expected next to none");
+    }
+    if (owned_q as f64) < OWNED_QUEUED_MIN * owned_away as f64 {
+        bail!(
+            "owned: {owned_q} of {owned_away} spills queued at home, expected at least {:.0}%",
+            OWNED_QUEUED_MIN * 100.0
+        );
+    }
+    Ok(format!(
+        "queued at home: owned {owned_q} of {owned_away}, sync (default) {sync_q} of {sync_away}"
     ))
 }
 
