@@ -1010,7 +1010,7 @@ const OWNED_MIN_AWAY: u64 = 20;
 /// At least this share of spill-owned's wakeups away from home wait at home
 /// under --queued-spill=owned: measured 43-73% in four runs (the rest go to
 /// CPUs whose owners had not run there within the slice, such as a
-/// visitor's previous CPU); "sync" queued 0 of 90-99.
+/// visitor's previous CPU); "sync" queued 0 of 82-99.
 const OWNED_QUEUED_MIN: f64 = 0.2;
 
 /// --queued-spill=owned (spill-owned.toml): two sysbench-threads
