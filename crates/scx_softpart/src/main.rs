@@ -194,7 +194,7 @@ struct Opts {
     /// pipe or socket write) on a CPU that serves that queue; "owned": as
     /// "sync", and also when the idle CPU's own partition's homed tasks
     /// ran on it within the last slice (so it takes the task by the rule
-    /// of --steal-defer-us, as a steal); "always" (also plain
+    /// of --steal-defer-us, as a steal; at once with 0); "always" (also plain
     /// --queued-spill); "off". docs/design.md, Queued spills.
     #[arg(
         long,

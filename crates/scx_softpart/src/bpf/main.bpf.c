@@ -787,16 +787,21 @@ static __always_inline u64 task_vtime(struct task_struct *p);
  * threads: 0.93x eevdf's CPU time at 500 us, 0.89x at 3 ms, against 0.98x;
  * docs/experiments.md, "Deferred steals").
  */
-static __always_inline bool owners_recent(s32 cpu, u64 now)
+static __always_inline bool owner_used_recently(s32 cpu, u64 now)
 {
 	u32 c = cpu;
 	u64 at;
 
-	if (!steal_defer_ns || c >= SP_MAX_CPUS)
+	if (c >= SP_MAX_CPUS)
 		return false;
 	barrier_var(c);
 	at = cpu_owner_stopped_at[c];
 	return at && time_before(now, at + slice_ns);
+}
+
+static __always_inline bool owners_recent(s32 cpu, u64 now)
+{
+	return steal_defer_ns && owner_used_recently(cpu, now);
 }
 
 /*
@@ -834,10 +839,12 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 	 * futex take the queued task back while the kicked CPU woke to nothing:
 	 * one sysbench-threads instance lost up to 15% of its CPU time.
 	 * "owned" also queues a spill bound for a CPU that its own partition's
-	 * tasks just used (owners_recent()): that CPU would defer stealing the
-	 * task, so it should not be handed it directly either. The kicked CPU
-	 * takes it by the steal rule; a CPU serving no owners (where that
-	 * sysbench-threads instance bursts) is handed it as under "sync".
+	 * tasks just used (owner_used_recently()): that CPU would defer
+	 * stealing the task, so it should not be handed it directly either.
+	 * The kicked CPU takes it by the steal rule (at once under
+	 * --steal-defer-us 0, when only a home CPU freeing up first keeps it
+	 * home); a CPU serving no owners (where that sysbench-threads instance
+	 * bursts) is handed it as under "sync".
 	 */
 	if (queued_spill != SP_QSPILL_ALWAYS) {
 		s32 this_cpu = bpf_get_smp_processor_id();
@@ -846,7 +853,7 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 		     (bpf_get_current_task_btf()->flags & PF_EXITING) ||
 		     part_of_cpu(this_cpu) != part ||
 		     !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr)) &&
-		    !(queued_spill == SP_QSPILL_OWNED && owners_recent(cpu, now_ns())))
+		    !(queued_spill == SP_QSPILL_OWNED && owner_used_recently(cpu, now_ns())))
 			return false;
 	}
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns, task_vtime(p), 0);
