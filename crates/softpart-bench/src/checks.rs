@@ -970,20 +970,24 @@ fn spills_through_own_search(r: &Results) -> Result<String> {
     ))
 }
 
+/// (spills queued at home, wakeups placed away from home) in a scheduler
+/// run, refused as too few to judge below @min_away.
+fn queued_of_away(r: &Results, scenario: &str, policy: &str, min_away: u64) -> Result<(u64, u64)> {
+    let c = exit_counters(r, scenario, policy)?;
+    let get = |k: &str| c[k].as_u64().unwrap_or(0);
+    let away: u64 = AWAY_PICKS.iter().map(|k| get(k)).sum();
+    if away < min_away {
+        bail!("{scenario} {policy}: only {away} wakeups away from home, too few to judge: {c}");
+    }
+    Ok((get("spill_queued"), away))
+}
+
 /// Queued spills (default "sync"): hackbench's spills, woken by socket
 /// writes, mostly wait at home first (67-70% of them in the experiments);
 /// sysbench threads' futex wakes never do (0-3 of ~1500, system tasks'
 /// own sync wakeups); --queued-spill=off queues none.
 fn queued_spills_follow_sync_wakeups(r: &Results) -> Result<String> {
-    let spills = |scenario: &str, policy: &str| -> Result<(u64, u64)> {
-        let c = exit_counters(r, scenario, policy)?;
-        let get = |k: &str| c[k].as_u64().unwrap_or(0);
-        let away: u64 = AWAY_PICKS.iter().map(|k| get(k)).sum();
-        if away < 100 {
-            bail!("{scenario} {policy}: only {away} wakeups away from home, too few to judge: {c}");
-        }
-        Ok((get("spill_queued"), away))
-    };
+    let spills = |scenario: &str, policy: &str| queued_of_away(r, scenario, policy, 100);
     let (sync_q, sync_away) = spills("spill-paths", "softpart")?;
     if sync_q * 10 < sync_away * 3 {
         bail!("hackbench: {sync_q} of {sync_away} spills queued at home, expected most");
@@ -1018,17 +1022,7 @@ const OWNED_QUEUED_MIN: f64 = 0.2;
 /// onto CPUs the other instance keeps busy; "owned" queues a large share of
 /// those spills at home, "sync" next to none, in the same boot.
 fn queued_spills_onto_owned_cpus(r: &Results) -> Result<String> {
-    let spills = |policy: &str| -> Result<(u64, u64)> {
-        let c = exit_counters(r, "spill-owned", policy)?;
-        let get = |k: &str| c[k].as_u64().unwrap_or(0);
-        let away: u64 = AWAY_PICKS.iter().map(|k| get(k)).sum();
-        if away < OWNED_MIN_AWAY {
-            bail!(
-                "spill-owned {policy}: only {away} wakeups away from home, too few to judge: {c}"
-            );
-        }
-        Ok((get("spill_queued"), away))
-    };
+    let spills = |policy: &str| queued_of_away(r, "spill-owned", policy, OWNED_MIN_AWAY);
     let (sync_q, sync_away) = spills("softpart")?;
     let (owned_q, owned_away) = spills("softpart:--queued-spill=owned")?;
     if sync_q * 10 > sync_away {
