@@ -172,6 +172,15 @@ struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     hold_put_back_us: Option<u64>,
 
+    /// End the slice of a task away from home at every sched_yield(), so
+    /// that each yield goes through dispatch(). By default such a task
+    /// keeps its slice at a yield with nobody waiting for its CPU, unless
+    /// its home's queue is owed a turn or it should go home, as a task at
+    /// home does. For comparison only (docs/experiments.md, "Yields away
+    /// from home").
+    #[arg(long)]
+    yield_away_ends_slice: bool,
+
     /// Let the kernel hand a wakeup to the target CPU's wake list
     /// (SCX_OPS_ALLOW_QUEUED_WAKEUP, 6.15 and later), as EEVDF does: the
     /// waker only sends the IPI and the woken CPU queues the task itself.
@@ -520,6 +529,7 @@ impl<'a> Scheduler<'a> {
         } else {
             opts.hold_put_back_us.unwrap_or(opts.slice_us) * 1000
         };
+        rodata.yield_away_keeps = !opts.yield_away_ends_slice;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.queued_spill = match opts.queued_spill {

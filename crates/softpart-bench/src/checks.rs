@@ -207,6 +207,7 @@ const TESTS: &[(&str, Check)] = &[
         steals_not_deferred_without_owners,
     ),
     ("yields_with_nobody_waiting_keep_the_cpu", yields_kept),
+    ("yields_away_from_home_keep_the_cpu_too", yields_away_kept),
     ("bench_times_each_scheduler_callback", callbacks_timed),
     (
         "idle_masks_per_node_where_the_kernel_has_them",
@@ -1149,6 +1150,42 @@ fn yields_kept(r: &Results) -> Result<String> {
     }
     if handoffs < 1_000 {
         bail!("yields no longer hand the CPU to waiting tasks: {seen}");
+    }
+    Ok(seen)
+}
+
+/// A thread away from home keeps its CPU at a yield with nobody waiting,
+/// as one at home does, unless its home's queue is owed a turn or it
+/// should go home (steal-one-instance.toml: 16 sysbench threads homed on
+/// a 4-CPU node burst into the idle node and yield in a loop there); with
+/// --yield-away-ends-slice every such yield goes through dispatch() and
+/// none is kept.
+/// Yields away from home that kept their CPU over the scheduler's run of
+/// steal-one-instance: 241 thousand in the first run.
+const YIELD_AWAY_MIN_KEPT: u64 = 10_000;
+
+fn yields_away_kept(r: &Results) -> Result<String> {
+    const SCN: &str = "steal-one-instance";
+    const ENDS: &str = "softpart:--yield-away-ends-slice";
+    let figures = |policy: &str| -> Result<(u64, f64)> {
+        let kept = exit_counters(r, SCN, policy)?["yield_kept_away"]
+            .as_u64()
+            .unwrap_or(0);
+        Ok((kept, granted(r.run_of(SCN, policy)?)))
+    };
+    let (kept, cpu) = figures("softpart")?;
+    let (ends_kept, ends_cpu) = figures(ENDS)?;
+    let seen = format!(
+        "{kept} yields away from home kept their CPU, {cpu:.2} CPU-s per s; ending the slice: {ends_kept} kept, {ends_cpu:.2} CPU-s per s"
+    );
+    if ends_kept != 0 {
+        bail!("--yield-away-ends-slice still kept yields away from home: {seen}");
+    }
+    if kept < YIELD_AWAY_MIN_KEPT {
+        bail!("yields away from home did not keep their CPU: {seen}");
+    }
+    if cpu < ends_cpu * 0.9 {
+        bail!("keeping the CPU at yields away from home cost CPU time: {seen}");
     }
     Ok(seen)
 }

@@ -87,6 +87,8 @@ const volatile u64 steal_defer_ns = 3000000ULL;
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
 const volatile u64 hold_put_back_ns = 3000000ULL;
+/* A task away from home may keep its slice at a yield (off: --yield-away-ends-slice). */
+const volatile bool yield_away_keeps = true;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
@@ -1408,30 +1410,52 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 }
 
 /*
+ * Does a yield with nobody waiting for @cpu leave @from its slice? A task
+ * at home or without one always keeps it. A task away from home keeps it
+ * unless dispatch() would act on it at this point: its CPU owes its home's
+ * queue a turn (visitor_owes_turn()) or it should go home
+ * (should_go_home()). Ending the slice at every yield away from home sent
+ * each yield through dispatch(), only for it to refill the slice: one
+ * sysbench-threads instance of 8 threads homed on a 4-CPU node, the other
+ * node idle, spent 0.64 CPU-s per s in dispatch() against 0.06 with no
+ * homes, and got 0.93x EEVDF's CPU time (docs/experiments.md, "Yields
+ * away from home").
+ */
+static bool yield_keeps_slice(struct task_struct *from, s32 cpu)
+{
+	struct task_ctx *tctx = lookup_tctx(from);
+	u32 part;
+
+	if (!tctx || !homed(tctx) || tctx->at_home == 1)
+		return true;
+	if (!yield_away_keeps || visitor_owes_turn(from, cpu, &part) ||
+	    should_go_home(from, cpu))
+		return false;
+	stat_inc(SP_STAT_YIELD_KEPT_AWAY);
+	return true;
+}
+
+/*
  * sched_yield() with nobody waiting for this CPU (its local queue and its
- * partition's queue empty) by a task at home or without one: it keeps its
- * slice, and the kernel keeps it running without calling dispatch(). The
- * kernel's default for a scheduler without this callback is to end the
- * slice, and dispatch() then found nothing to hand over and refilled it,
- * a call per yield: 250 thousand per s, 2.1 CPU-s per s of guest time,
- * for two sysbench-threads instances of 8 threads per 4-CPU node
- * (docs/experiments.md, "The scheduler's clock"). Anything else (a task
- * waiting, a task away from home, which dispatch() may send home, or
- * yield_to()) ends the slice as before.
+ * partition's queue empty): the task keeps its slice, and the kernel keeps
+ * it running without calling dispatch(). The kernel's default for a
+ * scheduler without this callback is to end the slice, and dispatch() then
+ * found nothing to hand over and refilled it, a call per yield: 250
+ * thousand per s, 2.1 CPU-s per s of guest time, for two sysbench-threads
+ * instances of 8 threads per 4-CPU node (docs/experiments.md, "The
+ * scheduler's clock"). yield_to() and a task waiting end the slice as
+ * before.
  */
 bool BPF_STRUCT_OPS(softpart_yield, struct task_struct *from,
 		    struct task_struct *to)
 {
-	struct task_ctx *tctx;
+	s32 cpu = scx_bpf_task_cpu(from);
 
 	if (!to && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
-	    !scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE +
-				   part_of_cpu(scx_bpf_task_cpu(from)))) {
-		tctx = lookup_tctx(from);
-		if (!tctx || !homed(tctx) || tctx->at_home == 1) {
-			stat_inc(SP_STAT_YIELD_KEPT);
-			return false;
-		}
+	    !scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part_of_cpu(cpu)) &&
+	    yield_keeps_slice(from, cpu)) {
+		stat_inc(SP_STAT_YIELD_KEPT);
+		return false;
 	}
 	from->scx.slice = 0;
 	return false;
