@@ -174,10 +174,10 @@ struct Opts {
 
     /// End the slice of a task away from home at every sched_yield(), so
     /// that each yield goes through dispatch(). By default such a task
-    /// keeps its slice at a yield with nobody waiting for its CPU, unless
-    /// its home's queue is owed a turn or it should go home, as a task at
-    /// home does. For comparison only (docs/experiments.md, "Yields away
-    /// from home").
+    /// keeps its slice at a yield with nobody waiting for its CPU, as a
+    /// task at home does, and whether it should give its CPU to its home's
+    /// queue or go home is decided at the slice's end. For comparison only
+    /// (docs/experiments.md, "Yields away from home").
     #[arg(long)]
     yield_away_ends_slice: bool,
 

@@ -1155,11 +1155,10 @@ fn yields_kept(r: &Results) -> Result<String> {
 }
 
 /// A thread away from home keeps its CPU at a yield with nobody waiting,
-/// as one at home does, unless its home's queue is owed a turn or it
-/// should go home (steal-one-instance.toml: 16 sysbench threads homed on
-/// a 4-CPU node burst into the idle node and yield in a loop there); with
-/// --yield-away-ends-slice every such yield goes through dispatch() and
-/// none is kept.
+/// as one at home does (steal-one-instance.toml: 16 sysbench threads
+/// homed on a 4-CPU node burst into the idle node and yield in a loop
+/// there); with --yield-away-ends-slice every such yield goes through
+/// dispatch() and none is kept.
 /// Yields away from home that kept their CPU over the scheduler's run of
 /// steal-one-instance: 241 thousand in the first run.
 const YIELD_AWAY_MIN_KEPT: u64 = 10_000;

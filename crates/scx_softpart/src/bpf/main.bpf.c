@@ -1410,26 +1410,27 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 }
 
 /*
- * Does a yield with nobody waiting for @cpu leave @from its slice? A task
- * at home or without one always keeps it. A task away from home keeps it
- * unless dispatch() would act on it at this point: its CPU owes its home's
- * queue a turn (visitor_owes_turn()) or it should go home
- * (should_go_home()). Ending the slice at every yield away from home sent
- * each yield through dispatch(), only for it to refill the slice: one
- * sysbench-threads instance of 8 threads homed on a 4-CPU node, the other
- * node idle, spent 0.64 CPU-s per s in dispatch() against 0.06 with no
- * homes, and got 0.93x EEVDF's CPU time (docs/experiments.md, "Yields
- * away from home").
+ * Does a yield with nobody waiting for its CPU leave @from its slice? Yes,
+ * away from home too: dispatch()'s rules for a task away from home (its
+ * home's queue owed a turn, going home) then wait for the slice's end, as
+ * for a task that never yields; both have hysteresis of a slice or most
+ * of one anyway. Ending the slice at every yield away from home sent each
+ * through dispatch(), only for it to refill the slice: one
+ * sysbench-threads instance of 8 threads homed on a 4-CPU node, the
+ * other node idle, spent 0.53 CPU-s per s in dispatch() against 0.13 with
+ * no homes. Asking dispatch()'s two questions here instead (2fd305f)
+ * saved that, but this callback then took 0.99 CPU-s per s against 0.58
+ * (8.3 against 3.7 us per call under TCG: the home queue's head, the idle
+ * masks), so all callbacks together cost no less (docs/experiments.md,
+ * "Yields away from home").
  */
-static bool yield_keeps_slice(struct task_struct *from, s32 cpu)
+static bool yield_keeps_slice(struct task_struct *from)
 {
 	struct task_ctx *tctx = lookup_tctx(from);
-	u32 part;
 
 	if (!tctx || !homed(tctx) || tctx->at_home == 1)
 		return true;
-	if (!yield_away_keeps || visitor_owes_turn(from, cpu, &part) ||
-	    should_go_home(from, cpu))
+	if (!yield_away_keeps)
 		return false;
 	stat_inc(SP_STAT_YIELD_KEPT_AWAY);
 	return true;
@@ -1453,7 +1454,7 @@ bool BPF_STRUCT_OPS(softpart_yield, struct task_struct *from,
 
 	if (!to && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
 	    !scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part_of_cpu(cpu)) &&
-	    yield_keeps_slice(from, cpu)) {
+	    yield_keeps_slice(from)) {
 		stat_inc(SP_STAT_YIELD_KEPT);
 		return false;
 	}
