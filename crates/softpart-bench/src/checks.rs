@@ -1154,16 +1154,16 @@ fn yields_kept(r: &Results) -> Result<String> {
     Ok(seen)
 }
 
-/// A thread away from home keeps its CPU at a yield with nobody waiting,
-/// as one at home does (steal-one-instance.toml: 16 sysbench threads
-/// homed on a 4-CPU node burst into the idle node and yield in a loop
-/// there); with --yield-away-ends-slice every such yield goes through
-/// dispatch() and none is kept.
 /// Yields away from home that kept their CPU over the scheduler's run of
 /// steal-one-instance: 493 thousand on d6efba7 (241 thousand on 2fd305f,
 /// which kept fewer).
 const YIELD_AWAY_MIN_KEPT: u64 = 10_000;
 
+/// A thread away from home keeps its CPU at a yield with nobody waiting,
+/// as one at home does (steal-one-instance.toml: 16 sysbench threads
+/// homed on a 4-CPU node burst into the idle node and yield in a loop
+/// there); with --yield-away-ends-slice every such yield goes through
+/// dispatch() and none is kept.
 fn yields_away_kept(r: &Results) -> Result<String> {
     const SCN: &str = "steal-one-instance";
     const ENDS: &str = "softpart:--yield-away-ends-slice";
