@@ -143,8 +143,7 @@ struct Opts {
     /// back when the wait is over, so no CPU idles longer than this while
     /// a task it may run waits. EEVDF's balancer waits the same way before
     /// pulling a task that just ran (task_hot()). Default: four slices
-    /// (4 x --slice-us, 12 ms); one slice, the default until then, kept
-    /// 99.1-99.2% of two instances' time at home where four keep 99.8%.
+    /// (4 x --slice-us, 12 ms; one slice before f0d9880).
     /// docs/design.md, "Deferred steals".
     #[arg(long, value_name = "US", conflicts_with = "no_steal",
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
@@ -1443,9 +1442,10 @@ fn as_real_time<T>(f: impl FnOnce() -> T) -> T {
 
 /// Slices a CPU its owners just used waits before it takes another
 /// partition's task that ran within that time (docs/design.md, "Deferred
-/// steals"): one slice left two hackbench instances of one group 99.1-99.2%
-/// at home and four 99.8%, at the same CPU time (docs/experiments.md,
-/// "Deferred steals for four slices").
+/// steals"): with one slice two hackbench instances of one group kept
+/// 99.1-99.2% of their time at home, with four 99.0-99.8% (three boots),
+/// at the same CPU time and with a third to a half of the cross-node
+/// moves (docs/experiments.md, "Deferred steals for four slices").
 const STEAL_DEFER_SLICES: u64 = 4;
 
 /// --steal-defer-us, or four slices.
