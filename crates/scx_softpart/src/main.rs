@@ -1448,10 +1448,12 @@ fn as_real_time<T>(f: impl FnOnce() -> T) -> T {
 /// moves (docs/experiments.md, "Deferred steals for four slices").
 const STEAL_DEFER_SLICES: u64 = 4;
 
-/// --steal-defer-us, or four slices.
+/// --steal-defer-us, or four slices up to the 100 ms that
+/// --steal-defer-us itself accepts (a long --slice-us would otherwise let
+/// a CPU idle for 400 ms while a task waits).
 fn steal_defer_us(opts: &Opts) -> u64 {
     opts.steal_defer_us
-        .unwrap_or(STEAL_DEFER_SLICES * opts.slice_us)
+        .unwrap_or((STEAL_DEFER_SLICES * opts.slice_us).min(100_000))
 }
 
 /// Seconds since boot, as /proc/uptime gives them: log times that line up
@@ -1620,6 +1622,8 @@ mod tests {
         // The default follows the slice.
         let opts = Opts::try_parse_from(["scx_softpart", "--slice-us", "1000"]).unwrap();
         assert_eq!(steal_defer_us(&opts), 4_000);
+        let opts = Opts::try_parse_from(["scx_softpart", "--slice-us", "100000"]).unwrap();
+        assert_eq!(steal_defer_us(&opts), 100_000);
         let opts = Opts::try_parse_from(["scx_softpart", "--steal-defer-us", "0"]).unwrap();
         assert_eq!(opts.steal_defer_us, Some(0));
         assert_eq!(steal_defer_us(&opts), 0);
