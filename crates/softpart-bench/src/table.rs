@@ -40,6 +40,8 @@ pub struct RunFigures {
     /// under TCG mostly the host getting round to a halted vCPU's thread.
     pub idle_end_share: Option<f64>,
     pub run_delay_idle_end_p99_us: Option<f64>,
+    /// Migrations of the groups' tasks at any distance, per second.
+    pub migrations_per_s: f64,
     /// Cross-node migrations of the groups' tasks, per second.
     pub xnode_migrations_per_s: f64,
     /// CPU-seconds per second that some CPU sat idle while a task waited.
@@ -68,8 +70,8 @@ pub struct RunFigures {
 
 pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFigures> {
     let wall = run.wall_ns.max(1) as f64 / 1e9;
-    let (mut home_ns, mut homed_ns, mut total_ns, mut acct_ns, mut xnode) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut home_ns, mut homed_ns, mut total_ns, mut acct_ns) = (0u64, 0u64, 0u64, 0u64);
+    let (mut moves, mut xnode) = (0u64, 0u64);
     let (mut nr_waits, mut waited_ns) = (0u64, 0u64);
     let mut merged = vec![0u64; hist::NR_BUCKETS];
     let mut idle_end = vec![0u64; hist::NR_BUCKETS];
@@ -80,6 +82,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         let c = &r.counters;
         total_ns += c.total_cpu_ns();
         acct_ns += r.cpuacct_ns.iter().sum::<u64>();
+        moves += c.migrations.iter().sum::<u64>();
         xnode += c.migrations[3];
         nr_waits += c.nr_delays;
         waited_ns += c.delay_ns;
@@ -142,6 +145,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         run_delay_queued_p99_us: hist::quantile(&queued, 0.99).map(|v| v as f64 / 1e3),
         idle_end_share: (nr_all > 0).then(|| nr_idle_end as f64 / nr_all as f64),
         run_delay_idle_end_p99_us: hist::quantile(&idle_end, 0.99).map(|v| v as f64 / 1e3),
+        migrations_per_s: moves as f64 / wall,
         xnode_migrations_per_s: xnode as f64 / wall,
         idle_while_waiting: run.cpus.iter().map(|c| c.idle_waiting_ns).sum::<u64>() as f64
             / 1e9
@@ -290,6 +294,11 @@ pub const METRICS: &[Metric] = &[
     (
         "run delay p99 of the waits that ended on a CPU leaving idle (us)",
         |f| f.run_delay_idle_end_p99_us,
+        |x| format!("{x:.0}"),
+    ),
+    (
+        "migrations per s (any distance)",
+        |f| Some(f.migrations_per_s),
         |x| format!("{x:.0}"),
     ),
     (
@@ -524,7 +533,7 @@ command = "y"
             GroupResult {
                 counters: GroupCounters {
                     cpu_ns: a_cpu.to_vec(),
-                    migrations: [0, 0, 0, xnode],
+                    migrations: [6, 0, 2, xnode],
                     delay_hist: hist,
                     delay_ns: 1_000_000,
                     nr_delays: 100,
@@ -604,6 +613,7 @@ command = "y"
         assert_eq!(f.granted, 3.0, "(4 + 2) CPU-s over 2 s");
         assert_eq!(f.granted_cpuacct, 2.0);
         assert_eq!(f.xnode_migrations_per_s, 2.0);
+        assert_eq!(f.migrations_per_s, 6.0, "6 + 2 + 4 moves over 2 s");
         assert_eq!(f.idle_while_waiting, 2.0, "8 CPUs x 0.5 s over 2 s");
         let p99 = f.run_delay_p99_us.unwrap();
         assert!((10.0..=11.5).contains(&p99), "{p99}");
