@@ -82,7 +82,7 @@ const volatile bool steal = true;
  * ... but a CPU its owners just used takes only a head that has not run
  * for this long (owners_recent()); 0: any head at once (--steal-defer-us).
  */
-const volatile u64 steal_defer_ns = 3000000ULL;
+const volatile u64 steal_defer_ns = 12000000ULL;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
