@@ -1443,9 +1443,10 @@ fn as_real_time<T>(f: impl FnOnce() -> T) -> T {
 /// Slices a CPU its owners just used waits before it takes another
 /// partition's task that ran within that time (docs/design.md, "Deferred
 /// steals"): with one slice two hackbench instances of one group kept
-/// 99.1-99.2% of their time at home, with four 99.0-99.8% (three boots),
-/// at the same CPU time and with a third to a half of the cross-node
-/// moves (docs/experiments.md, "Deferred steals for four slices"). The
+/// 99.1-99.2% of their time at home, with four 99.0-99.9% (four boots,
+/// the last the whole issue 3 table on 420beb7), at the same CPU time and
+/// with 0.13-0.56x eevdf's cross-node moves against 0.4-1.3x
+/// (docs/experiments.md, "Deferred steals for four slices"). The
 /// CI failure that had it reverted once was the held put-back test's
 /// noise, not this wait ("Held put-backs and the steal wait").
 const STEAL_DEFER_SLICES: u64 = 4;
