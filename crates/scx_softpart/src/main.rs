@@ -56,9 +56,6 @@ enum QueuedSpill {
     /// As "sync", and also every spill bound for a CPU that its own
     /// partition's homed tasks used within the last slice.
     Owned,
-    /// As "sync", and also every spill made while a home CPU had been
-    /// handed a task that it was not running yet.
-    Claimed,
 }
 
 /// scx_softpart: soft CPU partitions for hosts that run several workloads
@@ -207,9 +204,7 @@ struct Opts {
     /// pipe or socket write) on a CPU that serves that queue; "owned": as
     /// "sync", and also when the idle CPU's own partition's homed tasks
     /// ran on it within the last slice (so it takes the task by the rule
-    /// of --steal-defer-us, as a steal; at once with 0); "claimed": as
-    /// "sync", and also while a home CPU has been handed a task it has not
-    /// started (the home looks full only until that CPU wakes); "always" (also plain
+    /// of --steal-defer-us, as a steal; at once with 0); "always" (also plain
     /// --queued-spill); "off". docs/design.md, Queued spills.
     #[arg(
         long,
@@ -544,7 +539,6 @@ impl<'a> Scheduler<'a> {
             QueuedSpill::Sync => bpf_intf::sp_queued_spill_SP_QSPILL_SYNC,
             QueuedSpill::Always => bpf_intf::sp_queued_spill_SP_QSPILL_ALWAYS,
             QueuedSpill::Owned => bpf_intf::sp_queued_spill_SP_QSPILL_OWNED,
-            QueuedSpill::Claimed => bpf_intf::sp_queued_spill_SP_QSPILL_CLAIMED,
         };
         rodata.threads_per_core = machine.threads_per_core as u32;
         if let Some(nodes) = &idle_nodes {
@@ -1596,10 +1590,6 @@ mod tests {
         assert_eq!(
             queued_spill(&["--queued-spill=owned"]).unwrap(),
             QueuedSpill::Owned
-        );
-        assert_eq!(
-            queued_spill(&["--queued-spill=claimed"]).unwrap(),
-            QueuedSpill::Claimed
         );
         let err = queued_spill(&["--queued-spill=sometimes"])
             .unwrap_err()

@@ -41,7 +41,6 @@ enum sp_queued_spill {
 	SP_QSPILL_SYNC,		/* the waker is about to sleep at the task's home */
 	SP_QSPILL_ALWAYS,
 	SP_QSPILL_OWNED,	/* sync, or the idle CPU's own partition just used it */
-	SP_QSPILL_CLAIMED,	/* sync, or a home CPU was handed a task it has not started */
 };
 
 /* How far a task moved between two runs, nearest first. */

@@ -709,7 +709,7 @@ static __always_inline s32 waker_cpu(struct task_struct *p, const struct cpumask
 }
 
 static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
-			 struct task_ctx *tctx, bool *evict, bool *home_claimed)
+			 struct task_ctx *tctx, bool *evict)
 {
 	const struct cpumask *home = NULL, *near = NULL;
 	struct home_ctx *h;
@@ -769,10 +769,8 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 	/* Home full: spill, nearest first. */
 	near = and_allowed(p, tctx, near);
 	cpu = pick_away(p, prev, wake_flags, near, homed(tctx), false);
-	if (cpu >= 0 && home && claim_pending(home)) {
+	if (cpu >= 0 && home && claim_pending(home))
 		stat_inc(SP_STAT_SPILL_CLAIMED);
-		*home_claimed = true;
-	}
 	return cpu;
 
 search_allowed:
@@ -819,7 +817,7 @@ static __always_inline bool owners_recent(s32 cpu, u64 now)
  * Queued spills).
  */
 static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, s32 cpu,
-			u64 wake_flags, bool home_claimed)
+			u64 wake_flags)
 {
 	u32 part;
 
@@ -849,11 +847,6 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 	 * --steal-defer-us 0, when only a home CPU freeing up first keeps it
 	 * home); a CPU serving no owners (where that sysbench-threads instance
 	 * bursts) is handed it as under "sync".
-	 * "claimed" also queues a spill made while some home CPU had been
-	 * handed a task it has not started (@home_claimed): the home looks
-	 * full only until that CPU wakes, which for a halted vCPU under TCG
-	 * takes milliseconds, so a home CPU may free up before the kicked one
-	 * wakes ("Spills while a home CPU was still waking").
 	 */
 	if (queued_spill != SP_QSPILL_ALWAYS) {
 		s32 this_cpu = bpf_get_smp_processor_id();
@@ -862,8 +855,7 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 		     (bpf_get_current_task_btf()->flags & PF_EXITING) ||
 		     part_of_cpu(this_cpu) != part ||
 		     !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr)) &&
-		    !(queued_spill == SP_QSPILL_OWNED && owner_used_recently(cpu, now_ns())) &&
-		    !(queued_spill == SP_QSPILL_CLAIMED && home_claimed))
+		    !(queued_spill == SP_QSPILL_OWNED && owner_used_recently(cpu, now_ns())))
 			return false;
 	}
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns, task_vtime(p), 0);
@@ -876,16 +868,16 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
-	bool evict = false, home_claimed = false;
+	bool evict = false;
 	s32 cpu;
 
 	if (!tctx)
 		return prev_cpu;
 	refresh_home(p, tctx);
-	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict, &home_claimed);
+	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict);
 	if (cpu >= 0) {
 		if (queued_spill != SP_QSPILL_OFF && !evict &&
-		    queue_spill(p, tctx, prev_cpu, cpu, wake_flags, home_claimed))
+		    queue_spill(p, tctx, prev_cpu, cpu, wake_flags))
 			return prev_cpu;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (evict)
