@@ -121,14 +121,6 @@ struct Opts {
     #[arg(long)]
     no_idle_recheck: bool,
 
-    /// When a CPU goes idle with nothing queued in its partition, preempt
-    /// one of that partition's homed tasks running away from home, so that
-    /// it comes back to the idle CPU at once instead of at its next wakeup
-    /// or slice end. An experiment, off by default (docs/experiments.md,
-    /// "Recalling visitors").
-    #[arg(long)]
-    recall: bool,
-
     /// Do not let a CPU about to go idle take tasks waiting in another
     /// partition's queue: each queue is served by its own partition's CPUs
     /// only. Wakeups that find no idle CPU at home still go straight onto
@@ -529,7 +521,6 @@ impl<'a> Scheduler<'a> {
         // --no-idle-core (SIS_CORE off) our own search must run instead.
         rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
         rodata.idle_recheck = !opts.no_idle_recheck;
-        rodata.recall = opts.recall;
         rodata.steal = !opts.no_steal;
         let steal_defer_us = steal_defer_us(opts);
         rodata.steal_defer_ns = steal_defer_us * 1000;

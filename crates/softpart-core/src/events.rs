@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 33] = [
+pub const EVENT_NAMES: [&str; 32] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -35,5 +35,4 @@ pub const EVENT_NAMES: [&str; 33] = [
     "steal_deferred",
     "steal_timer",
     "yield_kept_away",
-    "recall",
 ];

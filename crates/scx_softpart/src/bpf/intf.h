@@ -86,7 +86,6 @@ enum sp_stat {
 	SP_STAT_STEAL_DEFERRED,	/* dispatch() went idle leaving another partition's head, run too recently */
 	SP_STAT_STEAL_TIMER,	/* a deferred steal's timer fired (and kicked its CPU if idle) */
 	SP_STAT_YIELD_KEPT_AWAY,	/* of yield_kept: by a task away from home */
-	SP_STAT_RECALL,		/* a home CPU going idle preempted its partition's visitor elsewhere (--recall) */
 	SP_NR_STATS,
 };
 

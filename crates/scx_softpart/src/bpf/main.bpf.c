@@ -93,7 +93,6 @@ const volatile bool yield_away_keeps = true;
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
 const volatile u32 queued_spill = SP_QSPILL_SYNC;
-const volatile bool recall = false;
 /* A wakeup with no idle CPU may preempt a task that has run this long (--wakeup-preempt US; 0: never). */
 const volatile u64 wakeup_preempt_ns;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
@@ -136,10 +135,6 @@ u64 cpu_busy_ns[SP_MAX_CPUS];
 u32 scan_cursor[SP_MAX_CPUS];
 /* 1 while the CPU runs a homed task away from its home. */
 u32 cpu_visitor[SP_MAX_CPUS];
-/* 1 + the home partition of the visitor running on each CPU, or 0 (--recall). */
-u32 cpu_visitor_from[SP_MAX_CPUS];
-/* The visitor running on each CPU was recalled home (--recall). */
-u32 cpu_recalled[SP_MAX_CPUS];
 /*
  * The task each CPU runs: its vtime and the time it started (0: none, or
  * already chosen to be preempted), for --wakeup-preempt.
@@ -583,7 +578,7 @@ static s32 claim_visitor_cpu(const struct cpumask *home)
 	return -1;
 }
 
-static __always_inline void set_visitor(s32 cpu, u32 val, u32 from)
+static __always_inline void set_visitor(s32 cpu, u32 val)
 {
 	u32 c = cpu;
 
@@ -591,35 +586,6 @@ static __always_inline void set_visitor(s32 cpu, u32 val, u32 from)
 		return;
 	barrier_var(c);
 	cpu_visitor[c] = val;
-	cpu_visitor_from[c] = from;
-	cpu_recalled[c] = 0;
-}
-
-/*
- * --recall: @cpu of partition @own goes idle with nothing queued there;
- * one of @own's tasks running away from it is preempted, and enqueue(),
- * seeing room at home, sends it to an idle home CPU. Without this it runs
- * away until its slice ends with room seen for most of it, or it sleeps.
- */
-static __noinline void recall_visitor(s32 cpu, u32 own)
-{
-	u32 v;
-
-	bpf_for(v, 0, nr_cpus) {
-		u32 c = v;
-
-		if (c >= SP_MAX_CPUS)
-			break;
-		barrier_var(c);
-		if (c == cpu || cpu_visitor_from[c] != own + 1)
-			continue;
-		if (__sync_val_compare_and_swap(&cpu_visitor_from[c], own + 1, 0) == own + 1) {
-			cpu_recalled[c] = 1;
-			scx_bpf_kick_cpu(c, SCX_KICK_PREEMPT);
-			stat_inc(SP_STAT_RECALL);
-			return;
-		}
-	}
 }
 
 /*
@@ -1247,33 +1213,6 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * Was @p, running on @cpu, recalled (recall_visitor())? Then its slice
- * ends with the room at home counted as lasted, so that enqueue() sends it
- * there even as its CPU's last runnable task.
- */
-static bool take_recall(struct task_struct *p, s32 cpu)
-{
-	const struct cpumask *home;
-	struct task_ctx *tctx;
-	u32 c = cpu;
-
-	if (!recall || c >= SP_MAX_CPUS)
-		return false;
-	barrier_var(c);
-	if (!cpu_recalled[c])
-		return false;
-	cpu_recalled[c] = 0;
-	tctx = lookup_tctx(p);
-	if (!tctx || !homed(tctx) || tctx->at_home != 0)
-		return false;
-	home = cast_mask(tctx->home);
-	if (!home || !home_has_room(home))
-		return false;
-	tctx->room_since = 1;
-	return true;
-}
-
-/*
  * At the end of a slice (or a sched_yield()) with nothing else to run: is
  * @p away from home with room there, seen at every such check for
  * SP_ROOM_LASTED_NS? sysbench threads yields while it runs; counting
@@ -1430,7 +1369,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 			stat_inc(SP_STAT_VISITOR_YIELD);
 			return;
 		}
-		if (!take_recall(prev, cpu) && !should_go_home(prev, cpu))
+		if (!should_go_home(prev, cpu))
 			prev->scx.slice = slice_ns;
 		return;
 	}
@@ -1544,8 +1483,6 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 		return;
 	/* Idle again: whatever it was handed has run (or gone elsewhere). */
 	set_claimed(cpu, 0);
-	if (recall && !scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + own))
-		recall_visitor(cpu, own);
 	if (!idle_recheck)
 		return;
 	now = now_ns();
@@ -1616,19 +1553,16 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 		}
 	}
 	if (homed(tctx)) {
-		const struct cpumask *home = cast_mask(tctx->home);
-		u32 in = bpf_cpumask_test_cpu(cpu, home), from = 0;
+		u32 in = bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home));
 
 		if (in && tctx->at_home == 0)
 			__sync_fetch_and_add(&hs->returns, 1);
 		else if (!in && tctx->at_home == 1)
 			__sync_fetch_and_add(&hs->spills, 1);
-		if (!in && home)
-			from = part_of_cpu(bpf_cpumask_first(home)) + 1;
 		tctx->at_home = in;
-		set_visitor(cpu, !in, from);
+		set_visitor(cpu, !in);
 	} else {
-		set_visitor(cpu, 0, 0);
+		set_visitor(cpu, 0);
 	}
 }
 
@@ -1694,7 +1628,7 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	struct task_ctx *tctx = lookup_tctx(p);
 	u32 cpu = scx_bpf_task_cpu(p);
 
-	set_visitor(cpu, 0, 0);
+	set_visitor(cpu, 0);
 	if (cpu < SP_MAX_CPUS) {
 		barrier_var(cpu);
 		cpu_run_since[cpu] = 0;
