@@ -10,10 +10,11 @@
 //! period, only when the move lowers the busiest partition's relative load
 //! by more than the hysteresis. A group's first period is seldom whole:
 //! its cgroup appears before its tasks start, or they start one by one.
-//! Placed on it, eight 2-thread sysbench-memory groups read loads of
-//! 0.97-2.04, three could land in one 4-CPU partition, and the moves that
-//! undid it came seconds later, in steady load (docs/experiments.md,
-//! "Placing groups on a steady load").
+//! there eight 2-thread sysbench-memory groups read 0.96-2.09 CPUs, which
+//! the target may pair unevenly (docs/experiments.md, "Placing groups on
+//! a steady load"). New groups go around the placed ones
+//! (`softpart_core::balance::step`), since groups measured steady in
+//! different periods arrive in waves.
 //!
 //! A group's load is its *demand*: CPU time plus time spent runnable but
 //! waiting, per second. CPU time alone is what the group got, not what it
