@@ -9,7 +9,7 @@
 //! `PLACE_AFTER_MAX` periods), and afterwards moved at most one group per
 //! period, only when the move lowers the busiest partition's relative load
 //! by more than the hysteresis. A group's first period is seldom whole:
-//! its cgroup appears before its tasks start, or they start one by one.
+//! its cgroup appears before its tasks start, or they start one by one;
 //! there eight 2-thread sysbench-memory groups read 0.96-2.09 CPUs, which
 //! the target may pair unevenly (docs/experiments.md, "Placing groups on
 //! a steady load"). New groups go around the placed ones
