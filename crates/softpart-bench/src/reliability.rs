@@ -290,17 +290,18 @@ pub fn sigkill_falls_back_and_restart_resumes(r: &Results) -> Result<String> {
     if !run.early_exits.is_empty() {
         bail!("workloads died: {:?}", run.early_exits);
     }
-    let (_, _, log) = probe_of(run, "cat /tmp/kill.log")?;
+    let (_, _, log) = probe_of(run, "n=0; while ! grep -q restarted /tmp/kill.log")?;
     for want in [
         "started: enabled",
         "after sigkill: disabled",
         "restarted: enabled",
     ] {
         if !log.contains(want) {
-            bail!("kill log lacks {want:?}: {log}");
+            let sched = probe_of(run, "tail -5 /tmp/kill-sched2.log").map_or("", |p| p.2.as_str());
+            bail!("kill log lacks {want:?}: {log}\nthe restarted scheduler's log ends: {sched}");
         }
     }
-    let (_, _, outs) = probe_of(run, "cat /tmp/work0.out")?;
+    let (_, _, outs) = probe_of(run, "n=0; until [ -s /tmp/hb.out ]")?;
     for want in ["work0 exit 0", "work1 exit 0", "hb exit 0"] {
         if !outs.contains(want) {
             bail!("a workload did not complete ({want:?} missing): {outs}");
@@ -319,8 +320,20 @@ pub fn sigkill_falls_back_and_restart_resumes(r: &Results) -> Result<String> {
         .nth(1)
         .and_then(|s| s.split_whitespace().next())
         .unwrap_or("?");
+    // Each log line starts with the uptime it was written at.
+    let at = |what: &str| -> Option<f64> {
+        log.lines()
+            .find(|l| l.contains(what))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+    };
+    let took = |from: &str, to: &str| match (at(from), at(to)) {
+        (Some(a), Some(b)) => format!("{:.1} s", b - a),
+        _ => "?".to_string(),
+    };
     Ok(format!(
-        "EEVDF took over at SIGKILL; all 3 workloads completed ({rounds} hackbench rounds); the restart gave work1 its config home 4-7"
+        "EEVDF took over {} after SIGKILL; all 3 workloads completed ({rounds} hackbench rounds); the restart attached in {} and gave work1 its config home 4-7",
+        took("sigkill sent", "after sigkill"),
+        took("relaunching", "restarted")
     ))
 }
 
