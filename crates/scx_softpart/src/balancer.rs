@@ -181,17 +181,24 @@ impl Balancer {
                 // Until placed, its load is the last period's alone: the
                 // first, partial periods must not weigh in.
                 g.load = smooth(g.load, raw, g.measured == 0 || g.part.is_none());
-                for (p, sum) in group_ns.iter_mut().enumerate() {
-                    let d = r
-                        .part_ns
-                        .get(p)
-                        .copied()
-                        .unwrap_or(0)
-                        .saturating_sub(g.last_part[p]);
-                    g.part_load[p] = smooth(g.part_load[p], d as f64 / 1e9 / secs, g.measured == 0);
-                    *sum += d as f64;
+                let ran_in: Vec<f64> = (0..n)
+                    .map(|p| {
+                        let d = r.part_ns.get(p).copied().unwrap_or(0);
+                        d.saturating_sub(g.last_part[p]) as f64
+                    })
+                    .collect();
+                for (p, d) in ran_in.iter().enumerate() {
+                    g.part_load[p] = smooth(g.part_load[p], d / 1e9 / secs, g.measured == 0);
                 }
                 g.measured += 1;
+                // A group the decision leaves out (its load not yet
+                // steady) is background where it ran: the others are
+                // placed around the CPUs it uses, not onto them.
+                if g.ready() {
+                    for (sum, d) in group_ns.iter_mut().zip(&ran_in) {
+                        *sum += d;
+                    }
+                }
             }
             g.last_total = r.total_ns;
             g.last_wait = r.wait_ns;
@@ -424,6 +431,54 @@ mod tests {
             }
         }
         assert_eq!(placed_at, Some(PLACE_AFTER_MAX as u64));
+    }
+
+    /// A group placed on partition 0 (1 CPU), a group still ramping up
+    /// (1 CPU, then 3.5, all of it run on partition 1: not steady, so
+    /// left out of the decision), and a group steady at 1 CPU to place.
+    /// The ramping group's CPUs are partition 1's background, so the
+    /// steady one goes to partition 0; counted nowhere, partition 1 looked
+    /// empty and got it.
+    #[test]
+    fn a_group_not_yet_steady_is_background_where_it_runs() {
+        let mut b = Balancer::new(2, 0.1);
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let g = 1_000_000_000u64;
+        for (id, label) in [(1, "/placed"), (2, "/ramping"), (3, "/steady")] {
+            b.groups.insert(id, Balanced::new(label.into(), s, 2));
+        }
+        let ramping = [0, g, g + 7 * g / 2];
+        let read = |k: usize| {
+            let t = k as u64 * g;
+            let reading = |total: u64, part_ns: Vec<u64>| Reading {
+                total_ns: total,
+                wait_ns: 0,
+                part_ns,
+            };
+            let m = BTreeMap::from([
+                (1, reading(t, vec![t, 0])),
+                (2, reading(ramping[k], vec![0, ramping[k]])),
+                (3, reading(t, vec![t / 2, t / 2])),
+            ]);
+            let busy = vec![t + t / 2, t / 2 + ramping[k]];
+            (m, busy)
+        };
+        let (m, busy) = read(0);
+        b.period(t0, &m, &busy, &[4, 4]);
+        let (m, busy) = read(1);
+        let d = b.period(t0 + s, &m, &busy, &[4, 4]);
+        assert!(d.placed.is_empty(), "{d:?}");
+        b.settle(1, 0, t0 + s, false);
+        let (m, busy) = read(2);
+        let d = b.period(t0 + 2 * s, &m, &busy, &[4, 4]);
+        assert!(!b.groups[&2].ready(), "1 then 3.5 CPUs is not steady");
+        assert!(
+            b.background[1] > 2.0,
+            "partition 1's background {:.2}",
+            b.background[1]
+        );
+        assert_eq!(d.placed, vec![(3, 0)], "{d:?}");
     }
 
     #[test]
