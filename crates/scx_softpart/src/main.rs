@@ -149,16 +149,6 @@ struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     steal_defer_us: Option<u64>,
 
-    /// Count --steal-defer-us from when the queue's head began to wait
-    /// (woken, or put back at a slice end) instead of from when it last
-    /// ran, so that a task woken after a long sleep is waited for too.
-    /// An experiment, off by default; with --queued-spill=owned every
-    /// spill bound for a CPU its owners just used then waits up to
-    /// --steal-defer-us at home (docs/experiments.md, "Waiting from the
-    /// wakeup").
-    #[arg(long, conflicts_with = "no_steal")]
-    steal_defer_from_wait: bool,
-
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,
@@ -534,7 +524,6 @@ impl<'a> Scheduler<'a> {
         rodata.steal = !opts.no_steal;
         let steal_defer_us = steal_defer_us(opts);
         rodata.steal_defer_ns = steal_defer_us * 1000;
-        rodata.steal_defer_from_wait = opts.steal_defer_from_wait;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
         rodata.hold_put_back_ns = if opts.no_hold_put_back {
             0
@@ -599,14 +588,7 @@ impl<'a> Scheduler<'a> {
                     "; steals off (--no-steal, queued spills off: comparison only)".to_string()
                 }
                 0 => "; steals at once".to_string(),
-                us => format!(
-                    "; steals deferred up to {us} us on CPUs their owners just used, from when the head {}",
-                    if opts.steal_defer_from_wait {
-                        "began to wait"
-                    } else {
-                        "last ran"
-                    }
-                ),
+                us => format!("; steals deferred up to {us} us on CPUs their owners just used"),
             },
             if kernel_pick {
                 "the kernel's scx_bpf_select_cpu_and()"
@@ -1633,18 +1615,6 @@ mod tests {
             assert!(err.contains("--no-steal"), "{explicit}: {err}");
             assert!(err.contains("--queued-spill"), "{explicit}: {err}");
         }
-    }
-
-    #[test]
-    fn steal_defer_from_wait_is_off_by_default_and_needs_steals() {
-        let opts = Opts::try_parse_from(["scx_softpart"]).unwrap();
-        assert!(!opts.steal_defer_from_wait);
-        let opts = Opts::try_parse_from(["scx_softpart", "--steal-defer-from-wait"]).unwrap();
-        assert!(opts.steal_defer_from_wait);
-        let err = Opts::try_parse_from(["scx_softpart", "--no-steal", "--steal-defer-from-wait"])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("--steal-defer-from-wait"), "{err}");
     }
 
     #[test]

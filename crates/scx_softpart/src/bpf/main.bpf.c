@@ -83,11 +83,6 @@ const volatile bool steal = true;
  * for this long (owners_recent()); 0: any head at once (--steal-defer-us).
  */
 const volatile u64 steal_defer_ns = 12000000ULL;
-/*
- * Count that wait from when the head began to wait (woken or put back),
- * not from when it last ran (on: --steal-defer-from-wait, an experiment).
- */
-const volatile bool steal_defer_from_wait = false;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -1337,8 +1332,6 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 	bpf_for_each(scx_dsq, head, SP_PART_DSQ_BASE + part, 0) {
 		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
 		at = tctx ? tctx->stopped_at : 0;
-		if (tctx && steal_defer_from_wait && tctx->runnable_at)
-			at = tctx->runnable_at;
 		if (!defer || !at || !time_before(now, at + steal_defer_ns))
 			ok = true;
 		else if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
