@@ -173,16 +173,6 @@ struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     hold_put_back_us: Option<u64>,
 
-    /// How long, in microseconds, a task running away from home must have
-    /// seen room there (an idle home CPU, nobody queued), at every slice
-    /// end in a row, before it goes back. Default: 3/4 of a slice
-    /// (--slice-us), i.e. a slice-bound task goes at its second slice end
-    /// with room; 0: at the first. An experiment (docs/experiments.md,
-    /// "Room at home for one slice end").
-    #[arg(long, value_name = "US",
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    room_lasted_us: Option<u64>,
-
     /// End the slice of a task away from home at every sched_yield(), so
     /// that each yield goes through dispatch(). By default such a task
     /// keeps its slice at a yield with nobody waiting for its CPU, as a
@@ -540,9 +530,6 @@ impl<'a> Scheduler<'a> {
         } else {
             opts.hold_put_back_us.unwrap_or(opts.slice_us) * 1000
         };
-        rodata.room_lasted_ns = opts
-            .room_lasted_us
-            .map_or(opts.slice_us * 1000 * 3 / 4, |us| us * 1000);
         rodata.yield_away_keeps = !opts.yield_away_ends_slice;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;

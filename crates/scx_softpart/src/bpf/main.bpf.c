@@ -87,8 +87,6 @@ const volatile u64 steal_defer_ns = 12000000ULL;
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
 const volatile u64 hold_put_back_ns = 3000000ULL;
-/* How long room at home must last before a task away goes back (--room-lasted-us). */
-const volatile u64 room_lasted_ns = 2250000ULL;
 /* A task away from home may keep its slice at a yield (off: --yield-away-ends-slice). */
 const volatile bool yield_away_keeps = true;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
@@ -920,17 +918,18 @@ static __always_inline u64 task_vtime(struct task_struct *p)
 }
 
 /*
- * Has a task away from home seen room there, at every check in a row, for
- * room_lasted_ns? By default 3/4 of a slice, so that a slice-bound task
+ * How long a task away from home must have seen room there, at every check
+ * in a row, before it goes back: 3/4 of a slice, so that a slice-bound task
  * goes at its second slice end with room (ticks make those a slice or more
  * apart), and a task that yields thousands of times per slice does not
- * chase a CPU idle for an instant at its second yield. 0: at the first
- * check with room.
+ * chase a CPU idle for an instant at its second yield.
  */
+#define SP_ROOM_LASTED_NS (slice_ns * 3 / 4)
+
 static __always_inline bool room_lasted(const struct task_ctx *tctx, u64 now)
 {
 	return tctx->room_since &&
-	       !time_before(now, tctx->room_since + room_lasted_ns);
+	       !time_before(now, tctx->room_since + SP_ROOM_LASTED_NS);
 }
 
 /* An idle CPU at home and nothing queued there; claims nothing. */
@@ -1216,7 +1215,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 /*
  * At the end of a slice (or a sched_yield()) with nothing else to run: is
  * @p away from home with room there, seen at every such check for
- * room_lasted_ns? sysbench threads yields while it runs; counting
+ * SP_ROOM_LASTED_NS? sysbench threads yields while it runs; counting
  * checks instead of time, two yields microseconds apart were "two slice
  * ends in a row" and its threads went home at every blink of an idle home
  * CPU (docs/experiments.md, one-sysbench-threads).
@@ -1240,8 +1239,7 @@ static bool should_go_home(struct task_struct *p, s32 cpu)
 	now = now_ns();
 	if (!tctx->room_since) {
 		tctx->room_since = now;
-		if (room_lasted_ns)
-			return false;
+		return false;
 	}
 	return room_lasted(tctx, now);
 }
