@@ -149,16 +149,6 @@ struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     steal_defer_us: Option<u64>,
 
-    /// How many tasks of another partition's queue a CPU going idle looks
-    /// at for one it may take: past a head that just ran (which waits for
-    /// its own partition, --steal-defer-us) to the next that did not, as
-    /// EEVDF's balancer skips a cache-hot task. Default 1 (the head only);
-    /// at most 16. An experiment (docs/experiments.md, "Looking past a
-    /// hot head").
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=16))]
-    steal_scan: u32,
-
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,
@@ -534,7 +524,6 @@ impl<'a> Scheduler<'a> {
         rodata.steal = !opts.no_steal;
         let steal_defer_us = steal_defer_us(opts);
         rodata.steal_defer_ns = steal_defer_us * 1000;
-        rodata.steal_scan = opts.steal_scan;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
         rodata.hold_put_back_ns = if opts.no_hold_put_back {
             0

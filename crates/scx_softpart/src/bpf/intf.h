@@ -33,8 +33,6 @@ enum softpart_consts {
 	SP_NR_GROUP_SLOTS = SP_MAX_HOMES + 1,
 	/* delay_hists: the group slots, then one per partition. */
 	SP_NR_HISTS = SP_NR_GROUP_SLOTS + SP_MAX_PARTS,
-	/* The most queued tasks a thief looks at (--steal-scan). */
-	SP_MAX_STEAL_SCAN = 16,
 };
 
 /* Which spills wait in the home's queue (--queued-spill). */

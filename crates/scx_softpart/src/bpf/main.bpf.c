@@ -83,8 +83,6 @@ const volatile bool steal = true;
  * for this long (owners_recent()); 0: any head at once (--steal-defer-us).
  */
 const volatile u64 steal_defer_ns = 12000000ULL;
-/* How many queued tasks a thief looks at for one it may take (--steal-scan). */
-const volatile u32 steal_scan = 1;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -1343,47 +1341,10 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 	return ok;
 }
 
-/*
- * --steal-scan N (N > 1): look past a head that may not be taken yet (it
- * just ran, so its own partition's CPUs are likely to want it) at up to N
- * queued tasks, and take the first that may be taken and may run on @cpu,
- * as EEVDF's balancer skips a cache-hot task and pulls the next one
- * (can_migrate_task()). With @take false only say whether there is one.
- * Those that may not be taken yet lower *@ready_at as in head_stealable().
- */
-static __always_inline bool steal_scanned(u32 part, s32 cpu, u64 now, bool defer,
-					  u64 *ready_at, bool take)
-{
-	struct task_struct *p;
-	struct task_ctx *tctx;
-	u32 seen = 0;
-	u64 at;
-
-	bpf_for_each(scx_dsq, p, SP_PART_DSQ_BASE + part, 0) {
-		if (seen++ >= steal_scan || seen > SP_MAX_STEAL_SCAN)
-			break;
-		tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-		at = tctx ? tctx->stopped_at : 0;
-		if (defer && at && time_before(now, at + steal_defer_ns)) {
-			if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
-				*ready_at = at + steal_defer_ns;
-			continue;
-		}
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-			continue;
-		if (!take)
-			return true;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
-			return true;
-	}
-	return false;
-}
-
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
-	struct sp_part_stats *ps;
 	u64 now, ready_at;
 	bool defer;
 	u32 i;
@@ -1430,15 +1391,16 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
 			break;
 		part = part_order[idx];
-		if (steal_scan > 1 ? !steal_scanned(part, cpu, now, defer, &ready_at, true) :
-		    (!head_stealable(part, now, defer, &ready_at) ||
-		     !scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)))
+		if (!head_stealable(part, now, defer, &ready_at))
 			continue;
-		ps = part_stats_of(own);
-		stat_inc(SP_STAT_DISPATCH_STEAL);
-		if (ps)
-			__sync_fetch_and_add(&ps->steals, 1);
-		return;
+		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
+			struct sp_part_stats *ps = part_stats_of(own);
+
+			stat_inc(SP_STAT_DISPATCH_STEAL);
+			if (ps)
+				__sync_fetch_and_add(&ps->steals, 1);
+			return;
+		}
 	}
 	if (ready_at) {
 		arm_steal_timer(cpu, now, ready_at);
@@ -1527,12 +1489,8 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 	defer = owners_recent(cpu, now);
 	ready_at = 0;
 	bpf_for(part, 0, nr_parts) {
-		if (part != own && steal && steal_scan > 1) {
-			if (!steal_scanned(part, cpu, now, defer, &ready_at, false))
-				continue;
-		} else if (part != own && (!steal || !head_stealable(part, now, defer, &ready_at))) {
+		if (part != own && (!steal || !head_stealable(part, now, defer, &ready_at)))
 			continue;
-		}
 		if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)) {
 			scx_bpf_kick_cpu(cpu, 0);
 			stat_inc(SP_STAT_IDLE_RECHECK);
