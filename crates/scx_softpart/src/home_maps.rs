@@ -1,0 +1,168 @@
+//! The fast path's home maps: defining a group's home in BPF, pointing
+//! threads and cgroups at it, and putting things back when a change fails
+//! half-way, so that a refused request changes nothing.
+
+use crate::Scheduler;
+use crate::bpf_intf;
+use crate::bpf_skel::BpfMaps;
+use crate::homes::{self, Home};
+use anyhow::{Result, bail};
+use libbpf_rs::{MapCore, MapFlags, ProgramInput};
+use softpart_core::softness::Softness;
+use std::collections::BTreeSet;
+
+impl Scheduler<'_> {
+    /// The fast path's id for a group's home, defining or redefining it
+    /// there when needed.
+    pub(crate) fn define_home(
+        &mut self,
+        label: String,
+        cpus: &BTreeSet<usize>,
+        softness: Option<Softness>,
+    ) -> Result<u32> {
+        let maps = &self.skel.maps;
+        let assigned = self.homes.assign(
+            Home {
+                label,
+                cpus: cpus.clone(),
+                softness,
+            },
+            || referenced_homes(maps),
+        )?;
+        let id = assigned.id;
+        if assigned.new
+            && let Some(bss) = self.skel.maps.bss_data.as_mut()
+            && let Some(gs) = bss.group_stats.get_mut(id as usize)
+        {
+            *gs = Default::default();
+            let zero = vec![0u8; std::mem::size_of::<bpf_intf::sp_hist>()];
+            let _ = self
+                .skel
+                .maps
+                .delay_hists
+                .update(&id.to_ne_bytes(), &zero, MapFlags::ANY);
+        }
+        if assigned.redefine {
+            // The fast path sees the CPUs online now: after a hotplug, a
+            // home with none of them is ignored until they return.
+            let online: BTreeSet<usize> = cpus.intersection(&self.machine.cpus).copied().collect();
+            let mut args = bpf_intf::sp_home_args {
+                id,
+                pad: 0,
+                cpus: homes::words(&online),
+                near: homes::words(&self.machine.near(&online)),
+            };
+            // SAFETY: the program reads exactly one sp_home_args from its
+            // context, which lives on this stack frame for the call.
+            let ctx = unsafe {
+                std::slice::from_raw_parts_mut(
+                    &mut args as *mut _ as *mut u8,
+                    std::mem::size_of_val(&args),
+                )
+            };
+            let out = self.skel.progs.set_home.test_run(ProgramInput {
+                context_in: Some(ctx),
+                ..Default::default()
+            })?;
+            if out.return_value != 0 {
+                bail!(
+                    "defining home {id} in BPF failed: {}",
+                    out.return_value as i32
+                );
+            }
+        }
+        Ok(id)
+    }
+
+    /// After a failed change, a group's home as it was (or no group).
+    pub(crate) fn restore_home(&mut self, label: &str, before: Option<Home>) {
+        match before {
+            Some(h) => {
+                let _ = self.define_home(h.label, &h.cpus, h.softness);
+            }
+            None => self.homes.release(label),
+        }
+    }
+
+    /// Points every thread at home `id`, or, if the map refuses one, puts
+    /// back what each had before and fails.
+    pub(crate) fn set_task_homes(&mut self, tids: &[u32], id: u32) -> Result<()> {
+        let map = &self.skel.maps.task_homes;
+        let mut done: Vec<(u32, Option<u32>)> = Vec::with_capacity(tids.len());
+        for &tid in tids {
+            let old = Self::lookup_u32(map, &tid.to_ne_bytes());
+            if let Err(e) = map.update(&tid.to_ne_bytes(), &id.to_ne_bytes(), MapFlags::ANY) {
+                for (t, old) in done.into_iter().rev() {
+                    let _ = match old {
+                        Some(o) => map.update(&t.to_ne_bytes(), &o.to_ne_bytes(), MapFlags::ANY),
+                        None => map.delete(&t.to_ne_bytes()),
+                    };
+                }
+                bail!("setting the home of thread {tid}: {e} (nothing changed)");
+            }
+            done.push((tid, old));
+        }
+        Ok(())
+    }
+
+    /// Gives a (checked) cgroup its group's home.
+    pub(crate) fn set_cgroup_home(
+        &mut self,
+        cgid: u64,
+        label: String,
+        cpus: &BTreeSet<usize>,
+        softness: Option<Softness>,
+    ) -> Result<()> {
+        let before = self
+            .homes
+            .find(&label)
+            .and_then(|id| self.homes.get(id).cloned());
+        let id = self.define_home(label.clone(), cpus, softness)?;
+        if let Err(e) = self.skel.maps.cgroup_homes.update(
+            &cgid.to_ne_bytes(),
+            &id.to_ne_bytes(),
+            MapFlags::ANY,
+        ) {
+            self.restore_home(&label, before);
+            bail!("setting the home of cgroup {label}: {e} (nothing changed)");
+        }
+        self.cgroup_groups.insert(cgid, label);
+        self.bump_gen();
+        Ok(())
+    }
+
+    pub(crate) fn clear_cgroup_home(&mut self, cgid: u64) {
+        self.balancer.groups.remove(&cgid);
+        let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
+        if let Some(label) = homes::forget_cgroup(&mut self.cgroup_groups, cgid) {
+            self.homes.release(&label);
+        }
+        self.bump_gen();
+    }
+
+    pub(crate) fn bump_gen(&mut self) {
+        if let Some(data) = self.skel.maps.data_data.as_mut() {
+            data.homes_gen += 1;
+        }
+    }
+
+    pub(crate) fn lookup_u32(map: &libbpf_rs::Map, key: &[u8]) -> Option<u32> {
+        map.lookup(key, MapFlags::ANY).ok().flatten().and_then(|v| {
+            v.get(..4)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        })
+    }
+}
+
+/// Home ids some task or cgroup entry in the fast path still refers to.
+pub(crate) fn referenced_homes(maps: &BpfMaps) -> BTreeSet<u32> {
+    let mut used = BTreeSet::new();
+    for map in [&maps.task_homes, &maps.cgroup_homes] {
+        for key in map.keys() {
+            if let Some(id) = Scheduler::lookup_u32(map, &key) {
+                used.insert(id);
+            }
+        }
+    }
+    used
+}
