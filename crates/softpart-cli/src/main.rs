@@ -12,22 +12,25 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
+/// Shown after the options, one command per line (a doc comment's lines
+/// would be joined into one paragraph).
+const EXAMPLES: &str = "\
+Examples:
+  softpart prefer --pid 4242 --cpus 0-15
+  softpart prefer --cgroup /sys/fs/cgroup/db1.slice --node 0
+  softpart prefer --cgroup /db2.slice --node 1 --softness 5:4
+  softpart exec --node 1 -- pg_ctl start -D /srv/db2
+  softpart show --pid 4242
+  softpart prefer --pid 4242 --clear
+  softpart stat";
+
 /// Give tasks and cgroups a soft home under scx_softpart.
 ///
 /// A home is where a task prefers to run: it keeps to it while the home has
 /// an idle CPU and bursts to idle CPUs elsewhere when it has none. Its
 /// allowed CPUs (taskset, cpuset) are never widened.
-///
-/// Examples:
-///   softpart prefer --pid 4242 --cpus 0-15
-///   softpart prefer --cgroup /sys/fs/cgroup/db1.slice --node 0
-///   softpart prefer --cgroup /db2.slice --node 1 --softness 5:4
-///   softpart exec --node 1 -- pg_ctl start -D /srv/db2
-///   softpart show --pid 4242
-///   softpart prefer --pid 4242 --clear
-///   softpart stat
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version, after_help = EXAMPLES)]
 struct Cli {
     /// scx_softpart's control socket.
     #[arg(long, env = "SOFTPART_SOCKET", default_value = DEFAULT_SOCKET, global = true)]
@@ -266,6 +269,33 @@ fn main() -> Result<()> {
                 .args(&a.command[1..])
                 .exec();
             bail!("running {:?}: {err}", a.command[0])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn help_shows_each_example_on_its_own_line() {
+        for help in [
+            Cli::command().render_help().to_string(),
+            Cli::command().render_long_help().to_string(),
+        ] {
+            let lines: Vec<&str> = help.lines().map(str::trim).collect();
+            for example in EXAMPLES.lines().skip(1) {
+                assert!(
+                    lines.contains(&example.trim()),
+                    "{example:?} is not a line of:\n{help}"
+                );
+            }
         }
     }
 }

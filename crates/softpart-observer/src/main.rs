@@ -12,6 +12,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Shown after the options, one command per line (a doc comment's lines
+/// would be joined into one paragraph).
+const EXAMPLES: &str = "\
+Examples:
+  softpart-observe --duration 10
+  softpart-observe --json -- stress-ng --cpu 4 --timeout 5";
+
 /// Report, per cgroup, what the CPU scheduler decided: CPU time per NUMA
 /// node, run delay (time runnable but not running) p50/p99/max, and
 /// migrations by distance (SMT sibling, same LLC, same node, cross-node);
@@ -19,12 +26,8 @@ use std::time::{Duration, Instant};
 ///
 /// Works under any scheduler, so the same figures compare EEVDF, hard
 /// pinning, scx_softpart and other sched_ext schedulers. Needs root.
-///
-/// Examples:
-///   softpart-observe --duration 10
-///   softpart-observe --json -- stress-ng --cpu 4 --timeout 5
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version, after_help = EXAMPLES)]
 struct Opts {
     /// Observe for this many seconds (default: until Ctrl-C, or until
     /// COMMAND exits).
@@ -153,4 +156,31 @@ fn main() -> Result<()> {
     let online: Vec<usize> = (0..obs.places().len()).collect();
     println!("CPUs observed: {}", cpulist::format(&online));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Opts::command().debug_assert();
+    }
+
+    #[test]
+    fn help_shows_each_example_on_its_own_line() {
+        for help in [
+            Opts::command().render_help().to_string(),
+            Opts::command().render_long_help().to_string(),
+        ] {
+            let lines: Vec<&str> = help.lines().map(str::trim).collect();
+            for example in EXAMPLES.lines().skip(1) {
+                assert!(
+                    lines.contains(&example.trim()),
+                    "{example:?} is not a line of:\n{help}"
+                );
+            }
+        }
+    }
 }
