@@ -558,6 +558,7 @@ fn run_once(
                     cpuacct_ns,
                     schedstat_delay_ns: delay_growth(&sched0[i], &sched1[i]),
                     threads: sched1[i].len(),
+                    threads_at_start: sched0[i].len(),
                     stalled_threads: stalled_threads(&sched0[i], &sched1[i]),
                 },
             );

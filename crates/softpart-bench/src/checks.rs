@@ -7,6 +7,7 @@ use crate::scenario::Scenario;
 use crate::{boot, plan_for, reliability};
 use anyhow::{Context, Result, bail};
 use softpart_core::hist;
+use softpart_core::stats::Summary;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -862,19 +863,56 @@ fn homes_keep_instances_at_home(r: &Results) -> Result<String> {
     ))
 }
 
+/// One instance of 8 CPU-bound workers homed on a 4-CPU node, the other
+/// node idle: scx_softpart lets it burst into the idle node, as EEVDF
+/// does; hard pinning cannot. Medians over the scenario's runs: in about
+/// one run in ten under scx_softpart the group got up to 0.9 CPU less
+/// because workers were not runnable (CPUs idle with no task waiting),
+/// not because a CPU idled while one waited (docs/experiments.md, "A
+/// flaky run in homes_let_an_instance_burst").
 fn homes_let_an_instance_burst(r: &Results) -> Result<String> {
-    let ev = granted(r.run_of("homes-one-instance", "eevdf")?);
-    let pin = granted(r.run_of("homes-one-instance", "pinned")?);
-    let sp = granted(r.run_of("homes-one-instance", "softpart")?);
-    if sp < 0.9 * ev {
-        bail!("softpart granted {sp:.2} CPU-s/s, eevdf {ev:.2}: it did not burst");
+    const SCENARIO: &str = "homes-one-instance";
+    let per_run = |policy: &str| -> Result<Vec<f64>> {
+        Ok(r.runs_of(SCENARIO, policy)?
+            .into_iter()
+            .map(granted)
+            .collect())
+    };
+    let median = |v: &[f64]| Summary::of(v).map_or(0.0, |s| s.median);
+    let (ev, pin, sp) = (per_run("eevdf")?, per_run("pinned")?, per_run("softpart")?);
+    let away: Vec<f64> = r
+        .runs_of(SCENARIO, "softpart")?
+        .into_iter()
+        .map(|run| granted(run) * locality(run, &[("inst0", 4..8)]))
+        .collect();
+    let seen = format!(
+        "granted softpart {:.2}, eevdf {:.2}, pinned {:.2} CPU-s/s (medians of {} runs; softpart per run {}; of it on the idle node {})",
+        median(&sp),
+        median(&ev),
+        median(&pin),
+        sp.len(),
+        list(&sp),
+        list(&away)
+    );
+    if median(&sp) < 0.9 * median(&ev) {
+        bail!("softpart got under 0.9x eevdf's CPU time: {seen}");
     }
-    if pin > 0.7 * ev {
-        bail!("pinned granted {pin:.2} of eevdf's {ev:.2}: the scenario does not exceed the home");
+    if median(&away) < 2.0 {
+        bail!("softpart did not burst into the idle node: {seen}");
     }
-    Ok(format!(
-        "granted softpart {sp:.2}, eevdf {ev:.2}, pinned {pin:.2} CPU-s/s"
-    ))
+    if median(&pin) > 0.7 * median(&ev) {
+        bail!(
+            "pinned got over 0.7x eevdf's CPU time: the scenario does not exceed the home: {seen}"
+        );
+    }
+    Ok(seen)
+}
+
+fn list(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{x:.2}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The fast path's counters from the exit of `policy` in `scenario`.

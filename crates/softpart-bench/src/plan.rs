@@ -128,6 +128,10 @@ pub struct GroupResult {
     /// waited to run through the whole window without running once.
     #[serde(default)]
     pub threads: usize,
+    /// Threads in the cgroup at the window's start: fewer than at its end
+    /// means the workload was still starting when the window opened.
+    #[serde(default)]
+    pub threads_at_start: usize,
     #[serde(default)]
     pub stalled_threads: Vec<u32>,
 }

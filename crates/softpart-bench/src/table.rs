@@ -542,6 +542,7 @@ command = "y"
                 cpuacct_ns: a_cpu.to_vec(),
                 schedstat_delay_ns: 0,
                 threads: 0,
+                threads_at_start: 0,
                 stalled_threads: vec![],
             },
         );
@@ -555,6 +556,7 @@ command = "y"
                 cpuacct_ns: vec![0; 8],
                 schedstat_delay_ns: 0,
                 threads: 0,
+                threads_at_start: 0,
                 stalled_threads: vec![],
             },
         );
