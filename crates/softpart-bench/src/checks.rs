@@ -865,8 +865,8 @@ fn homes_keep_instances_at_home(r: &Results) -> Result<String> {
 
 /// One instance of 8 CPU-bound workers homed on a 4-CPU node, the other
 /// node idle: scx_softpart lets it burst into the idle node, as EEVDF
-/// does; hard pinning cannot. Medians over the scenario's runs: in about
-/// one run in ten under scx_softpart the group got up to 0.9 CPU less
+/// does; hard pinning cannot. Medians over the scenario's runs: in 2 of
+/// 36 runs under scx_softpart (and once in CI) the group got 0.9 CPU less
 /// because workers were not runnable (CPUs idle with no task waiting),
 /// not because a CPU idled while one waited (docs/experiments.md, "A
 /// flaky run in homes_let_an_instance_burst").
