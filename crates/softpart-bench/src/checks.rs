@@ -707,12 +707,27 @@ fn observer_run_delay(r: &Results) -> Result<String> {
             s.nr_delays
         );
     }
+    // How a wait began: crowded's CPU-bound threads only ever wait after
+    // being switched out runnable, the sleeper only after a wakeup.
+    let preempted = |g: &softpart_observer::counters::GroupCounters| {
+        g.preempted_hist.iter().sum::<u64>() as f64 / g.delay_hist.iter().sum::<u64>().max(1) as f64
+    };
+    let (crowded_pre, sleeper_pre) = (preempted(g), preempted(s));
+    if crowded_pre < 0.95 || sleeper_pre > 0.05 {
+        bail!(
+            "waits that began switched out runnable: crowded {:.1}% (expected ~100), the sleeper {:.1}% (expected ~0)",
+            crowded_pre * 100.0,
+            sleeper_pre * 100.0
+        );
+    }
     Ok(format!(
-        "crowded p50 {} us, idle while waiting {waiting_idle:.2} CPU-s/s; waits ended on an idle CPU: crowded {:.1}%, the sleeper {:.1}% of {}",
+        "crowded p50 {} us, idle while waiting {waiting_idle:.2} CPU-s/s; waits ended on an idle CPU: crowded {:.1}%, the sleeper {:.1}% of {}; began switched out runnable: crowded {:.1}%, the sleeper {:.1}%",
         p50 / 1000,
         crowded_idle * 100.0,
         sleeper_idle * 100.0,
-        s.nr_delays
+        s.nr_delays,
+        crowded_pre * 100.0,
+        sleeper_pre * 100.0
     ))
 }
 

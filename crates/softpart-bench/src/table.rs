@@ -40,6 +40,14 @@ pub struct RunFigures {
     /// under TCG mostly the host getting round to a halted vCPU's thread.
     pub idle_end_share: Option<f64>,
     pub run_delay_idle_end_p99_us: Option<f64>,
+    /// Of the waits, those that began with the task switched out while
+    /// still runnable (a slice end, a yield, a preemption) rather than at
+    /// a wakeup: their share, p50 and p99, and their run delay summed
+    /// (task-s per s), part of `run_delay_sum`.
+    pub preempted_share: Option<f64>,
+    pub run_delay_preempted_p50_us: Option<f64>,
+    pub run_delay_preempted_p99_us: Option<f64>,
+    pub run_delay_preempted_sum: f64,
     /// Migrations of the groups' tasks at any distance, per second.
     pub migrations_per_s: f64,
     /// Cross-node migrations of the groups' tasks, per second.
@@ -75,6 +83,8 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let (mut nr_waits, mut waited_ns) = (0u64, 0u64);
     let mut merged = vec![0u64; hist::NR_BUCKETS];
     let mut idle_end = vec![0u64; hist::NR_BUCKETS];
+    let mut preempted = vec![0u64; hist::NR_BUCKETS];
+    let mut preempted_ns = 0u64;
     for g in &sc.groups {
         let Some(r) = run.groups.get(&g.name) else {
             continue;
@@ -96,6 +106,12 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
                 idle_end[i] += n;
             }
         }
+        for (i, n) in c.preempted_hist.iter().enumerate() {
+            if i < preempted.len() {
+                preempted[i] += n;
+            }
+        }
+        preempted_ns += c.preempted_delay_ns;
         if let Some(home) = sc.home_cpus(g, topo)? {
             homed_ns += c.total_cpu_ns();
             home_ns += c
@@ -134,6 +150,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         .map(|(all, idle)| all.saturating_sub(*idle))
         .collect();
     let (nr_all, nr_idle_end) = (merged.iter().sum::<u64>(), idle_end.iter().sum::<u64>());
+    let nr_preempted = preempted.iter().sum::<u64>();
     Ok(RunFigures {
         locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
         granted: total_ns as f64 / 1e9 / wall,
@@ -145,6 +162,10 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         run_delay_queued_p99_us: hist::quantile(&queued, 0.99).map(|v| v as f64 / 1e3),
         idle_end_share: (nr_all > 0).then(|| nr_idle_end as f64 / nr_all as f64),
         run_delay_idle_end_p99_us: hist::quantile(&idle_end, 0.99).map(|v| v as f64 / 1e3),
+        preempted_share: (nr_all > 0).then(|| nr_preempted as f64 / nr_all as f64),
+        run_delay_preempted_p50_us: hist::quantile(&preempted, 0.5).map(|v| v as f64 / 1e3),
+        run_delay_preempted_p99_us: hist::quantile(&preempted, 0.99).map(|v| v as f64 / 1e3),
+        run_delay_preempted_sum: preempted_ns as f64 / 1e9 / wall,
         migrations_per_s: moves as f64 / wall,
         xnode_migrations_per_s: xnode as f64 / wall,
         idle_while_waiting: run.cpus.iter().map(|c| c.idle_waiting_ns).sum::<u64>() as f64
@@ -295,6 +316,26 @@ pub const METRICS: &[Metric] = &[
         "run delay p99 of the waits that ended on a CPU leaving idle (us)",
         |f| f.run_delay_idle_end_p99_us,
         |x| format!("{x:.0}"),
+    ),
+    (
+        "% of waits that began with the task switched out still runnable (slice end, yield, preemption)",
+        |f| f.preempted_share.map(|x| 100.0 * x),
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "run delay p50 of the waits that began switched out runnable (us)",
+        |f| f.run_delay_preempted_p50_us,
+        |x| format!("{x:.0}"),
+    ),
+    (
+        "run delay p99 of the waits that began switched out runnable (us)",
+        |f| f.run_delay_preempted_p99_us,
+        |x| format!("{x:.0}"),
+    ),
+    (
+        "run delay summed over the waits that began switched out runnable (task-s per s)",
+        |f| Some(f.run_delay_preempted_sum),
+        |x| format!("{x:.2}"),
     ),
     (
         "migrations per s (any distance)",
@@ -662,6 +703,29 @@ command = "y"
         assert!((10.0..=11.5).contains(&queued), "{queued}");
         assert!((4_500.0..=5_800.0).contains(&idle), "{idle}");
         assert_eq!(f.idle_end_share, Some(0.1));
+    }
+
+    #[test]
+    fn waits_that_began_switched_out_runnable_are_split_out() {
+        let sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        let mut r = run("softpart", [s, 0, 0, 0, 0, 0, 0, 0], 0);
+        // 80 wakeups waiting 10 us, 20 slice ends waiting 4 ms.
+        set_waits(&mut r, &[(10_000, 80, 0), (4_000_000, 20, 0)]);
+        let a = &mut r.groups.get_mut("a").unwrap().counters;
+        a.preempted_hist = vec![0; hist::NR_BUCKETS];
+        a.preempted_hist[hist::bucket(4_000_000)] = 20;
+        a.preempted_delay_ns = 20 * 4_000_000;
+        let f = figures(&r, &sc, &topo).unwrap();
+        assert_eq!(f.preempted_share, Some(0.2));
+        let p50 = f.run_delay_preempted_p50_us.unwrap();
+        assert!((3_900.0..=4_700.0).contains(&p50), "{p50}");
+        assert!(f.run_delay_p50_us.unwrap() < 12.0, "the wakeups' waits");
+        assert!(
+            (f.run_delay_preempted_sum - 0.04).abs() < 1e-12,
+            "80 ms over 2 s"
+        );
     }
 
     #[test]

@@ -23,6 +23,13 @@ pub struct GroupCounters {
     /// The rest ended by taking a running task's turn: queueing.
     #[serde(default)]
     pub idle_end_hist: Vec<u64>,
+    /// The part of `delay_hist` whose waits began with the task switched
+    /// out still runnable (a slice end, a yield, a preemption), and their
+    /// sum, ns. The rest began at a wakeup.
+    #[serde(default)]
+    pub preempted_hist: Vec<u64>,
+    #[serde(default)]
+    pub preempted_delay_ns: u64,
     /// Runs begun on a CPU outside the thread's allowed set, and their CPU
     /// time: a scheduler must keep both at zero.
     #[serde(default)]
@@ -89,6 +96,10 @@ impl GroupCounters {
             nr_delays: self.nr_delays.saturating_sub(earlier.nr_delays),
             max_delay_ns: self.max_delay_ns,
             idle_end_hist: sub_vec(&self.idle_end_hist, &earlier.idle_end_hist),
+            preempted_hist: sub_vec(&self.preempted_hist, &earlier.preempted_hist),
+            preempted_delay_ns: self
+                .preempted_delay_ns
+                .saturating_sub(earlier.preempted_delay_ns),
             nr_outside: self.nr_outside.saturating_sub(earlier.nr_outside),
             outside_ns: self.outside_ns.saturating_sub(earlier.outside_ns),
         }

@@ -155,6 +155,8 @@ impl Observer {
             nr_delays: g.nr_delays,
             max_delay_ns: g.max_delay_ns,
             idle_end_hist: g.idle_end_hist.to_vec(),
+            preempted_hist: g.preempted_hist.to_vec(),
+            preempted_delay_ns: g.preempted_delay_ns,
             nr_outside: g.nr_outside,
             outside_ns: g.outside_ns,
         }))

@@ -43,6 +43,13 @@ struct obs_group {
 	 */
 	u64 idle_end_hist[OBS_NR_BUCKETS];
 	/*
+	 * The waits above that began with the task switched out while still
+	 * runnable (its slice ended, it yielded, or it was preempted), as
+	 * opposed to a wakeup; and their sum.
+	 */
+	u64 preempted_hist[OBS_NR_BUCKETS];
+	u64 preempted_delay_ns;
+	/*
 	 * Runs that began on a CPU outside the thread's allowed set (migration
 	 * not disabled): a scheduler must never do that.
 	 */

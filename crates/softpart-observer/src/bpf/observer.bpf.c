@@ -46,6 +46,8 @@ struct task_obs {
 	u64 wait_start_ns;
 	u32 waiting;
 	u32 running;
+	/* the wait began at a switch-out while runnable, not a wakeup */
+	u32 preempted;
 };
 
 struct {
@@ -95,7 +97,7 @@ static __always_inline void wait_end(u64 now)
 		__sync_fetch_and_add(&wait_total_ns, now - wait_since_ns);
 }
 
-static __always_inline void record_delay(u64 cgid, u64 delay, bool from_idle)
+static __always_inline void record_delay(u64 cgid, u64 delay, bool from_idle, bool preempted)
 {
 	struct obs_group *g = group_of(cgid);
 	u32 idx = sp_hist_bucket(delay);
@@ -105,6 +107,10 @@ static __always_inline void record_delay(u64 cgid, u64 delay, bool from_idle)
 	__sync_fetch_and_add(&g->delay_hist[idx], 1);
 	if (from_idle)
 		__sync_fetch_and_add(&g->idle_end_hist[idx], 1);
+	if (preempted) {
+		__sync_fetch_and_add(&g->preempted_hist[idx], 1);
+		__sync_fetch_and_add(&g->preempted_delay_ns, delay);
+	}
 	__sync_fetch_and_add(&g->delay_ns, delay);
 	__sync_fetch_and_add(&g->nr_delays, 1);
 	/* Racy max: a lost update only loses a near-equal value. */
@@ -125,11 +131,12 @@ static __always_inline bool outside_allowed(struct task_struct *p, u32 cpu)
 	return !(word & (1UL << (cpu % 64)));
 }
 
-static __always_inline void mark_waiting(struct task_obs *t, u64 now)
+static __always_inline void mark_waiting(struct task_obs *t, u64 now, bool preempted)
 {
 	if (t->running || t->waiting)
 		return;
 	t->waiting = 1;
+	t->preempted = preempted;
 	t->wait_start_ns = now;
 	wait_begin(now);
 }
@@ -164,7 +171,7 @@ int BPF_PROG(obs_switch, bool preempt, struct task_struct *prev,
 			t->running = 0;
 			/* Still runnable after switching out: it waits. */
 			if (preempt || BPF_CORE_READ(prev, __state) == 0)
-				mark_waiting(t, now);
+				mark_waiting(t, now, true);
 		}
 	} else if (c->idle_since_ns && now > c->idle_since_ns) {
 		c->idle_ns += now - c->idle_since_ns;
@@ -190,7 +197,8 @@ int BPF_PROG(obs_switch, bool preempt, struct task_struct *prev,
 			if (t->waiting) {
 				t->waiting = 0;
 				if (now > t->wait_start_ns)
-					record_delay(cgid, now - t->wait_start_ns, !prev->pid);
+					record_delay(cgid, now - t->wait_start_ns, !prev->pid,
+						     t->preempted);
 				wait_end(now);
 			}
 			t->running = 1;
@@ -217,7 +225,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 		/* First sight of p: it may be on a CPU right now. */
 		t->running = BPF_CORE_READ(p, on_cpu);
 	}
-	mark_waiting(t, bpf_ktime_get_ns());
+	mark_waiting(t, bpf_ktime_get_ns(), false);
 	return 0;
 }
 
