@@ -86,6 +86,11 @@ enum sp_stat {
 	SP_STAT_STEAL_DEFERRED,	/* dispatch() went idle leaving another partition's head, run too recently */
 	SP_STAT_STEAL_TIMER,	/* a deferred steal's timer fired (and kicked its CPU if idle) */
 	SP_STAT_YIELD_KEPT_AWAY,	/* of yield_kept: by a task away from home */
+	SP_STAT_PUT_BACK_SAME,	/* a held put-back ran next on the CPU it was held for */
+	SP_STAT_PUT_BACK_MOVED,	/* a held put-back ran next on another CPU */
+	SP_STAT_PUT_BACK_SAME_NS,	/* of put_back_same: ns from put-back to run, summed */
+	SP_STAT_PUT_BACK_MOVED_NS,	/* of put_back_moved: the same */
+	SP_STAT_RAN_HOMELESS_QUEUED,	/* a task with no home ran after waiting in a partition queue */
 	SP_NR_STATS,
 };
 

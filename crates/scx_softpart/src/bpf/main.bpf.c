@@ -232,6 +232,8 @@ struct task_ctx {
 	s32 put_back_cpu;
 	/* when it last stopped running; 0 before its first run */
 	u64 stopped_at;
+	/* queued in a partition queue by enqueue(), not yet run */
+	u32 part_queued;
 };
 
 struct {
@@ -1198,6 +1200,8 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns,
 				 task_vtime(p), enq_flags);
 	stat_inc(SP_STAT_ENQUEUE);
+	if (tctx)
+		tctx->part_queued = 1;
 
 	/* "If there is idle, we use it": wake an idle CPU that may run p. */
 	if (home)
@@ -1531,8 +1535,20 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->kthread_queued = 0;
-	tctx->put_back_at = 0;
 	now = now_ns();
+	if (tctx->put_back_at) {
+		bool same = tctx->put_back_cpu == cpu;
+
+		stat_inc(same ? SP_STAT_PUT_BACK_SAME : SP_STAT_PUT_BACK_MOVED);
+		if (now > tctx->put_back_at)
+			__sync_fetch_and_add(&stats[same ? SP_STAT_PUT_BACK_SAME_NS :
+						     SP_STAT_PUT_BACK_MOVED_NS],
+					     now - tctx->put_back_at);
+	}
+	tctx->put_back_at = 0;
+	if (tctx->part_queued && !homed(tctx))
+		stat_inc(SP_STAT_RAN_HOMELESS_QUEUED);
+	tctx->part_queued = 0;
 	tctx->started_ns = now;
 	hs = group_stats_of(tctx->home_id);
 	record_delay(tctx, cpu, now);
