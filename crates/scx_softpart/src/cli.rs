@@ -135,15 +135,6 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub(crate) hold_put_back_us: Option<u64>,
 
-    /// A CPU passing through dispatch() first takes back a task it put
-    /// back itself, if that task is among the first few of its partition's
-    /// queue and no more than a slice ahead of the head on the vtime clock,
-    /// instead of the head: as EEVDF keeps a preempted task on its own
-    /// CPU's run queue. Experimental (docs/experiments.md, "How the waits
-    /// began").
-    #[arg(long, conflicts_with = "no_hold_put_back")]
-    pub(crate) put_back_own_first: bool,
-
     /// End the slice of a task away from home at every sched_yield(), so
     /// that each yield goes through dispatch(). By default such a task
     /// keeps its slice at a yield with nobody waiting for its CPU, as a

@@ -299,7 +299,6 @@ impl<'a> Scheduler<'a> {
         } else {
             opts.hold_put_back_us.unwrap_or(opts.slice_us) * 1000
         };
-        rodata.put_back_own_first = opts.put_back_own_first;
         rodata.yield_away_keeps = !opts.yield_away_ends_slice;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;

@@ -27,8 +27,6 @@ enum softpart_consts {
 	SP_MAX_CGROUP_HOMES = 4096,
 	/* How many cgroup levels up a task looks for its cgroup's home. */
 	SP_MAX_CGROUP_DEPTH = 16,
-	/* How far into its partition's queue a CPU looks for its own put-back. */
-	SP_OWN_PUT_BACK_SCAN = 8,
 	/* DSQ ids below this are partition queues: dsq id == partition id. */
 	SP_PART_DSQ_BASE = 0,
 	/* Stats slots: one per home id, then one for tasks with no home. */
@@ -93,7 +91,6 @@ enum sp_stat {
 	SP_STAT_PUT_BACK_SAME_NS,	/* of put_back_same: ns from put-back to run, summed */
 	SP_STAT_PUT_BACK_MOVED_NS,	/* of put_back_moved: the same */
 	SP_STAT_RAN_HOMELESS_QUEUED,	/* a task with no home ran after waiting in a partition queue */
-	SP_STAT_OWN_PUT_BACK,	/* a CPU took back its own put-back ahead of the head (--put-back-own-first) */
 	SP_NR_STATS,
 };
 

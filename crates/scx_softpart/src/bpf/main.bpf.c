@@ -87,8 +87,6 @@ const volatile u64 steal_defer_ns = 12000000ULL;
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
 const volatile u64 hold_put_back_ns = 3000000ULL;
-/* A CPU takes back its own put-back before the head (--put-back-own-first). */
-const volatile bool put_back_own_first;
 /* A task away from home may keep its slice at a yield (off: --yield-away-ends-slice). */
 const volatile bool yield_away_keeps = true;
 /* A sync wakeup may go onto the waker's CPU (--wake-sync). */
@@ -1347,42 +1345,6 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 	return ok;
 }
 
-/*
- * --put-back-own-first: move to @cpu the first task among the first
- * SP_OWN_PUT_BACK_SCAN of @part's queue that @cpu itself put back less than
- * hold_put_back_ns ago, as EEVDF keeps a preempted task on its own CPU's
- * run queue; the head goes to the next CPU. Only while that task is at
- * most a slice ahead of the head on the vtime clock: two tasks handing
- * one CPU back and forth would otherwise keep the head waiting for ever.
- */
-static bool take_own_put_back(u32 part, s32 cpu)
-{
-	struct task_struct *p;
-	struct task_ctx *tctx;
-	u64 now = now_ns(), head_vtime = 0;
-	u32 seen = 0;
-
-	bpf_for_each(scx_dsq, p, SP_PART_DSQ_BASE + part, 0) {
-		if (!seen)
-			head_vtime = p->scx.dsq_vtime;
-		if (++seen > SP_OWN_PUT_BACK_SCAN ||
-		    time_before(head_vtime + slice_ns, p->scx.dsq_vtime))
-			break;
-		tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-		if (!tctx || !tctx->put_back_at || tctx->put_back_cpu != cpu ||
-		    !time_before(now, tctx->put_back_at + hold_put_back_ns))
-			continue;
-		if (seen == 1)
-			return false;	/* the head: taken the usual way */
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			stat_inc(SP_STAT_OWN_PUT_BACK);
-			return true;
-		}
-		break;
-	}
-	return false;
-}
-
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
@@ -1391,10 +1353,6 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	bool defer;
 	u32 i;
 
-	if (put_back_own_first && hold_put_back_ns && take_own_put_back(own, cpu)) {
-		stat_inc(SP_STAT_DISPATCH_OWN);
-		return;
-	}
 	if (hold_put_back_ns && busy && head_held_elsewhere(own, cpu)) {
 		stat_inc(SP_STAT_HELD_SKIP);
 	} else if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
