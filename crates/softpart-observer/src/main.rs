@@ -20,7 +20,9 @@ Examples:
   softpart-observe --json -- stress-ng --cpu 4 --timeout 5";
 
 /// Report, per cgroup, what the CPU scheduler decided: CPU time per NUMA
-/// node, run delay (time runnable but not running) p50/p99/max, and
+/// node, run delay (time runnable but not running) p50/p99/max, the share
+/// of waits that began with the task switched out still runnable (slice
+/// end, yield, preemption; "sw-out%", the rest began at a wakeup), and
 /// migrations by distance (SMT sibling, same LLC, same node, cross-node);
 /// and per machine, CPU time left idle while some task waited to run.
 ///
@@ -128,8 +130,8 @@ fn main() -> Result<()> {
         print!(" {:>6}", format!("node{n}%"));
     }
     println!(
-        " {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
-        "p50 us", "p99 us", "max us", "mig-smt", "mig-llc", "mig-nod", "mig-x"
+        " {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "p50 us", "p99 us", "max us", "sw-out%", "mig-smt", "mig-llc", "mig-nod", "mig-x"
     );
     let fmt_us = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
     for (name, r) in &rows {
@@ -143,10 +145,12 @@ fn main() -> Result<()> {
             print!(" {pct:>6.1}");
         }
         println!(
-            " {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
+            " {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7}",
             fmt_us(r.run_delay_p50_us),
             fmt_us(r.run_delay_p99_us),
             fmt_us(r.run_delay_max_us),
+            r.switched_out_share
+                .map_or("-".to_string(), |x| format!("{:.1}", 100.0 * x)),
             r.migrations_smt,
             r.migrations_llc,
             r.migrations_node,

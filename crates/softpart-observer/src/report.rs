@@ -20,6 +20,11 @@ pub struct GroupReport {
     pub run_delay_mean_us: Option<f64>,
     /// Number of runnable→running waits measured.
     pub waits: u64,
+    /// Share of the waits that began with the task switched out still
+    /// runnable (slice end, yield, preemption) rather than at a wakeup,
+    /// and those waits' p99.
+    pub switched_out_share: Option<f64>,
+    pub run_delay_switched_out_p99_us: Option<f64>,
     pub migrations_smt: u64,
     pub migrations_llc: u64,
     pub migrations_node: u64,
@@ -63,6 +68,11 @@ pub fn group_report(
         run_delay_max_us: us(hist::max(&g.delay_hist)),
         run_delay_mean_us: (g.nr_delays > 0).then(|| g.delay_ns as f64 / g.nr_delays as f64 / 1e3),
         waits: g.nr_delays,
+        switched_out_share: {
+            let all: u64 = g.delay_hist.iter().sum();
+            (all > 0).then(|| g.preempted_hist.iter().sum::<u64>() as f64 / all as f64)
+        },
+        run_delay_switched_out_p99_us: us(hist::quantile(&g.preempted_hist, 0.99)),
         migrations_smt: g.migrations[0],
         migrations_llc: g.migrations[1],
         migrations_node: g.migrations[2],
@@ -123,5 +133,32 @@ mod tests {
         );
         assert!(r.run_delay_max_us.unwrap() >= 9_000.0);
         assert!(group_report(&g, &places, None).home_share.is_none());
+        assert_eq!(
+            r.switched_out_share,
+            Some(0.0),
+            "no wait began switched out"
+        );
+        assert_eq!(r.run_delay_switched_out_p99_us, None);
+    }
+
+    #[test]
+    fn waits_that_began_switched_out_are_reported_apart() {
+        let places = "2n2c2t".parse::<GuestTopo>().unwrap().places();
+        let mut g = GroupCounters {
+            cpu_ns: vec![1_000_000_000; 8],
+            delay_hist: vec![0; hist::NR_BUCKETS],
+            preempted_hist: vec![0; hist::NR_BUCKETS],
+            ..Default::default()
+        };
+        // 75 wakeups waiting 50 us, 25 slice ends waiting 3 ms.
+        g.delay_hist[hist::bucket(50_000)] = 75;
+        g.delay_hist[hist::bucket(3_000_000)] = 25;
+        g.preempted_hist[hist::bucket(3_000_000)] = 25;
+        g.nr_delays = 100;
+        let r = group_report(&g, &places, None);
+        assert_eq!(r.switched_out_share, Some(0.25));
+        let p99 = r.run_delay_switched_out_p99_us.unwrap();
+        assert!((2_900.0..=3_500.0).contains(&p99), "{p99}");
+        assert!(r.run_delay_p50_us.unwrap() < 60.0, "the wakeups' waits");
     }
 }
