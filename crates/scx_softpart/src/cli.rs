@@ -188,15 +188,6 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) wakeup_preempt: Option<u64>,
 
-    /// A woken task away from its home stays on the idle CPU it last ran
-    /// on, if a wakeup found its home full within the last slice and that
-    /// CPU's own partition's homed tasks did not use it within the last
-    /// slice (a node a single instance bursts into), instead of going home
-    /// to a CPU idle for an instant. Off by default (an experiment:
-    /// docs/experiments.md, "Staying away while the home is full").
-    #[arg(long)]
-    pub(crate) stay_away_while_full: bool,
-
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed

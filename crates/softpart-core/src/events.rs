@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 38] = [
+pub const EVENT_NAMES: [&str; 37] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -40,5 +40,4 @@ pub const EVENT_NAMES: [&str; 38] = [
     "put_back_same_ns",
     "put_back_moved_ns",
     "ran_homeless_queued",
-    "stay_away",
 ];

@@ -91,7 +91,6 @@ enum sp_stat {
 	SP_STAT_PUT_BACK_SAME_NS,	/* of put_back_same: ns from put-back to run, summed */
 	SP_STAT_PUT_BACK_MOVED_NS,	/* of put_back_moved: the same */
 	SP_STAT_RAN_HOMELESS_QUEUED,	/* a task with no home ran after waiting in a partition queue */
-	SP_STAT_STAY_AWAY,	/* wakeup: stayed on its idle prev away, the home full within a slice (--stay-away-while-full) */
 	SP_NR_STATS,
 };
 

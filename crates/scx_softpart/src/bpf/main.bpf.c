@@ -93,12 +93,6 @@ const volatile bool yield_away_keeps = true;
 const volatile bool wake_sync;
 /* Which wakeups spilling to an idle CPU wait in their home's queue (enum sp_queued_spill). */
 const volatile u32 queued_spill = SP_QSPILL_SYNC;
-/*
- * A woken task away from home stays on its idle prev CPU, if no owner of
- * that CPU's partition used it within the last slice and a wakeup found
- * the home full within the last slice (--stay-away-while-full).
- */
-const volatile bool stay_away_while_full;
 /* A wakeup with no idle CPU may preempt a task that has run this long (--wakeup-preempt US; 0: never). */
 const volatile u64 wakeup_preempt_ns;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
@@ -167,8 +161,6 @@ u32 cpu_kthreads_queued[SP_MAX_CPUS];
  * own partition's tasks used it this recently (see owners_recent()).
  */
 u64 cpu_owner_stopped_at[SP_MAX_CPUS];
-/* When a wakeup last found no idle CPU in each home (--stay-away-while-full). */
-u64 home_full_at[SP_MAX_HOMES];
 
 /* Global vtime clock: the largest vtime a task has started running with. */
 static u64 vtime_now;
@@ -718,41 +710,8 @@ static __always_inline s32 waker_cpu(struct task_struct *p, const struct cpumask
 	return cpu;
 }
 
-static __always_inline bool owner_used_recently(s32 cpu, u64 now);
-
-/*
- * --stay-away-while-full: @p, away from a home that a wakeup found full
- * within the last slice, stays on its idle prev if that CPU serves no
- * owners (a node a single instance bursts into), instead of going home to
- * a CPU that is idle for an instant and coming back out at its next
- * steal: each round trip crosses the nodes twice.
- */
-static __always_inline bool stays_away(struct task_struct *p, u32 hid,
-				       const struct cpumask *home, s32 prev)
-{
-	u64 now, full_at;
-
-	if (!stay_away_while_full || hid >= SP_MAX_HOMES || !home)
-		return false;
-	if (bpf_cpumask_test_cpu(prev, home) || !bpf_cpumask_test_cpu(prev, p->cpus_ptr))
-		return false;
-	now = now_ns();
-	full_at = home_full_at[hid];
-	if (!full_at || !time_before(now, full_at + slice_ns))
-		return false;
-	if (owner_used_recently(prev, now))
-		return false;
-	return scx_bpf_test_and_clear_cpu_idle(prev);
-}
-
-static __always_inline void mark_home_full(u32 hid)
-{
-	if (stay_away_while_full && hid < SP_MAX_HOMES)
-		home_full_at[hid] = now_ns();
-}
-
 static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
-			 struct task_ctx *tctx, bool *evict, bool *stay)
+			 struct task_ctx *tctx, bool *evict)
 {
 	const struct cpumask *home = NULL, *near = NULL;
 	struct home_ctx *h;
@@ -766,11 +725,6 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 			near = cast_mask(h->near);
 		if (softness_says_allowed_first(hid))
 			goto search_allowed;
-		if (stays_away(p, hid, home, prev)) {
-			stat_inc(SP_STAT_STAY_AWAY);
-			*stay = true;
-			return prev;
-		}
 	} else {
 		home = and_allowed(p, tctx, part_cpus(part_of_cpu(prev)));
 	}
@@ -805,7 +759,6 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 			return cpu;
 		}
 		if (homed(tctx)) {
-			mark_home_full(hid);
 			cpu = claim_visitor_cpu(home);
 			if (cpu >= 0) {
 				stat_inc(SP_STAT_EVICT);
@@ -917,15 +870,15 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
-	bool evict = false, stay = false;
+	bool evict = false;
 	s32 cpu;
 
 	if (!tctx)
 		return prev_cpu;
 	refresh_home(p, tctx);
-	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict, &stay);
+	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict);
 	if (cpu >= 0) {
-		if (queued_spill != SP_QSPILL_OFF && !evict && !stay &&
+		if (queued_spill != SP_QSPILL_OFF && !evict &&
 		    queue_spill(p, tctx, prev_cpu, cpu, wake_flags))
 			return prev_cpu;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
