@@ -200,6 +200,10 @@ const TESTS: &[(&str, Check)] = &[
         idle_cpus_steal,
     ),
     (
+        "cross_node_moves_are_told_by_their_decision",
+        cross_node_moves_attributed,
+    ),
+    (
         "steals_wait_on_cpus_their_owners_just_used",
         steals_deferred_for_owners,
     ),
@@ -1402,6 +1406,77 @@ fn idle_cpus_steal(r: &Results) -> Result<String> {
         bail!("stealing cost CPU time: {seen}");
     }
     Ok(seen)
+}
+
+/// The `xnode_*` events, by the decision that made each cross-node move.
+const XNODE_EVENTS: [&str; 8] = [
+    "xnode_wake_home",
+    "xnode_wake_away",
+    "xnode_evict",
+    "xnode_return",
+    "xnode_enqueue_idle",
+    "xnode_queue_own",
+    "xnode_queue_steal",
+    "xnode_other",
+];
+
+/// Every cross-node move of a homed task is put down to the decision that
+/// made it (steal.toml, two hackbench instances homed one per node): the
+/// scheduler's `xnode_*` events over its whole run come to at least the
+/// cross-node moves the observer saw in the window, next to none of them
+/// are unexplained (`xnode_other`), steals at once show as steals, and
+/// with --no-steal the only tasks another partition's CPU takes from a
+/// queue are a visitor's home's turns (`visitor_yield`). A decision that forgot to say what it
+/// did lands in `xnode_other`; a move not counted leaves the sum short.
+fn cross_node_moves_attributed(r: &Results) -> Result<String> {
+    const OFF: &str = "softpart:--no-steal";
+    let figures = |policy: &str| -> Result<(u64, serde_json::Value)> {
+        let run = r.run_of("steal", policy)?;
+        let seen: u64 = run.groups.values().map(|g| g.counters.migrations[3]).sum();
+        Ok((seen, exit_counters(r, "steal", policy)?))
+    };
+    let (seen, c) = figures(STEAL_AT_ONCE)?;
+    let (off_seen, off) = figures(OFF)?;
+    let get = |c: &serde_json::Value, k: &str| c[k].as_u64().unwrap_or(0);
+    let sum = |c: &serde_json::Value| -> u64 { XNODE_EVENTS.iter().map(|k| get(c, k)).sum() };
+    let parts = |c: &serde_json::Value| -> String {
+        XNODE_EVENTS
+            .iter()
+            .map(|k| format!("{} {}", k.trim_start_matches("xnode_"), get(c, k)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (total, other, steals) = (
+        sum(&c),
+        get(&c, "xnode_other"),
+        get(&c, "xnode_queue_steal"),
+    );
+    let off_total = sum(&off);
+    let seen_text = format!(
+        "steals at once: {total} attributed over the run ({}) against {seen} seen in the window; --no-steal: {off_total} ({}) against {off_seen}",
+        parts(&c),
+        parts(&off)
+    );
+    if seen < 50 {
+        bail!("the instances hardly crossed the nodes, nothing tested: {seen_text}");
+    }
+    // The run holds the window; a few moves may fall between the
+    // observer's reads and the scheduler's, hence 0.9.
+    if (total as f64) < seen as f64 * 0.9 || (off_total as f64) < off_seen as f64 * 0.9 {
+        bail!("cross-node moves went uncounted: {seen_text}");
+    }
+    if other * 20 > total {
+        bail!("more than 5% of the cross-node moves are put down to no decision: {seen_text}");
+    }
+    if steals * 4 < total {
+        bail!("steals at once are not a quarter of the cross-node moves: {seen_text}");
+    }
+    // Without steals another partition's CPU takes a queued task only
+    // when a visitor there hands its home's queue a turn.
+    if get(&off, "xnode_queue_steal") > get(&off, "visitor_yield") {
+        bail!("--no-steal still moved tasks by steals: {seen_text}");
+    }
+    Ok(seen_text)
 }
 
 /// The bench's `callback_costs` on a real kernel (steal.toml's default

@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 37] = [
+pub const EVENT_NAMES: [&str; 45] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -40,4 +40,12 @@ pub const EVENT_NAMES: [&str; 37] = [
     "put_back_same_ns",
     "put_back_moved_ns",
     "ran_homeless_queued",
+    "xnode_wake_home",
+    "xnode_wake_away",
+    "xnode_evict",
+    "xnode_return",
+    "xnode_enqueue_idle",
+    "xnode_queue_own",
+    "xnode_queue_steal",
+    "xnode_other",
 ];

@@ -52,6 +52,22 @@ enum sp_dist {
 	SP_NR_DIST,
 };
 
+/*
+ * The decision that put a task on the CPU it runs on next, to tell where
+ * cross-node moves come from (SP_STAT_XNODE_*, same order).
+ */
+enum sp_via {
+	SP_VIA_WAKE_HOME,
+	SP_VIA_WAKE_AWAY,
+	SP_VIA_EVICT,
+	SP_VIA_RETURN,
+	SP_VIA_ENQUEUE_IDLE,
+	SP_VIA_QUEUE_OWN,	/* set in running(), from the queue's partition */
+	SP_VIA_QUEUE_STEAL,
+	SP_VIA_OTHER,
+	SP_NR_VIA,
+};
+
 /* Counters the fast path keeps, indexed by enum sp_stat. */
 enum sp_stat {
 	SP_STAT_PICK_PREV,	/* wakeup: prev CPU idle and at home */
@@ -91,6 +107,18 @@ enum sp_stat {
 	SP_STAT_PUT_BACK_SAME_NS,	/* of put_back_same: ns from put-back to run, summed */
 	SP_STAT_PUT_BACK_MOVED_NS,	/* of put_back_moved: the same */
 	SP_STAT_RAN_HOMELESS_QUEUED,	/* a task with no home ran after waiting in a partition queue */
+	/*
+	 * A homed task ran on another node than last time, by the decision
+	 * that put it there (enum sp_via, in that order).
+	 */
+	SP_STAT_XNODE_WAKE_HOME,	/* wakeup onto an idle CPU at home */
+	SP_STAT_XNODE_WAKE_AWAY,	/* wakeup onto an idle CPU away from home (a spill) */
+	SP_STAT_XNODE_EVICT,	/* onto a home CPU taken back from a visitor */
+	SP_STAT_XNODE_RETURN,	/* enqueue() sent it home, to an idle CPU there */
+	SP_STAT_XNODE_ENQUEUE_IDLE,	/* enqueue() sent it to an idle CPU of its queue's partition */
+	SP_STAT_XNODE_QUEUE_OWN,	/* queued, taken by a CPU of that queue's partition */
+	SP_STAT_XNODE_QUEUE_STEAL,	/* queued, taken by another partition's CPU (a steal, or a visitor's home's turn) */
+	SP_STAT_XNODE_OTHER,	/* anything else (e.g. its first run) */
 	SP_NR_STATS,
 };
 

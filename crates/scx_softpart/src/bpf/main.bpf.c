@@ -232,8 +232,10 @@ struct task_ctx {
 	s32 put_back_cpu;
 	/* when it last stopped running; 0 before its first run */
 	u64 stopped_at;
-	/* queued in a partition queue by enqueue(), not yet run */
+	/* queued in a partition queue, not yet run: that partition + 1; 0: not */
 	u32 part_queued;
+	/* what put it where it runs next (enum sp_via), for SP_STAT_XNODE_* */
+	u32 via;
 };
 
 struct {
@@ -861,6 +863,7 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 			return false;
 	}
 	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns, task_vtime(p), 0);
+	tctx->part_queued = part + 1;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_inc(SP_STAT_SPILL_QUEUED);
 	return true;
@@ -882,10 +885,15 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		    queue_spill(p, tctx, prev_cpu, cpu, wake_flags))
 			return prev_cpu;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
-		if (evict)
+		if (evict) {
+			tctx->via = SP_VIA_EVICT;
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		else
+		} else {
+			tctx->via = homed(tctx) &&
+				!bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home)) ?
+				SP_VIA_WAKE_AWAY : SP_VIA_WAKE_HOME;
 			set_claimed(cpu, now_ns());
+		}
 		return cpu;
 	}
 	stat_inc(SP_STAT_PICK_NONE);
@@ -1131,10 +1139,12 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 					set_claimed(cpu, now_ns());
 					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 					stat_inc(SP_STAT_RETURN_IDLE);
+					tctx->via = SP_VIA_RETURN;
 					return;
 				}
 				cpu = claim_visitor_cpu(home);
 				if (cpu >= 0) {
+					tctx->via = SP_VIA_EVICT;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 					scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 					stat_inc(SP_STAT_EVICT);
@@ -1183,6 +1193,8 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 			set_claimed(cpu, now_ns());
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 			stat_inc(SP_STAT_ENQUEUE_IDLE);
+			if (tctx)
+				tctx->via = SP_VIA_ENQUEUE_IDLE;
 			return;
 		}
 	}
@@ -1201,7 +1213,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 				 task_vtime(p), enq_flags);
 	stat_inc(SP_STAT_ENQUEUE);
 	if (tctx)
-		tctx->part_queued = 1;
+		tctx->part_queued = part + 1;
 
 	/* "If there is idle, we use it": wake an idle CPU that may run p. */
 	if (home)
@@ -1548,6 +1560,9 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	tctx->put_back_at = 0;
 	if (tctx->part_queued && !homed(tctx))
 		stat_inc(SP_STAT_RAN_HOMELESS_QUEUED);
+	if (tctx->part_queued)
+		tctx->via = tctx->part_queued - 1 == part_of_cpu(cpu) ? SP_VIA_QUEUE_OWN :
+									SP_VIA_QUEUE_STEAL;
 	tctx->part_queued = 0;
 	tctx->started_ns = now;
 	hs = group_stats_of(tctx->home_id);
@@ -1557,7 +1572,11 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 
 		if (d < SP_NR_DIST)
 			__sync_fetch_and_add(&hs->migrations[d], 1);
+		if (d == SP_DIST_XNODE && homed(tctx))
+			stat_inc(SP_STAT_XNODE_WAKE_HOME + (tctx->via < SP_NR_VIA ? tctx->via :
+									      SP_VIA_OTHER));
 	}
+	tctx->via = SP_VIA_OTHER;
 	tctx->last_cpu = cpu;
 	{
 		u32 c = cpu;
