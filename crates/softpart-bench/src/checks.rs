@@ -1409,16 +1409,12 @@ fn idle_cpus_steal(r: &Results) -> Result<String> {
 }
 
 /// The `xnode_*` events, by the decision that made each cross-node move.
-const XNODE_EVENTS: [&str; 8] = [
-    "xnode_wake_home",
-    "xnode_wake_away",
-    "xnode_evict",
-    "xnode_return",
-    "xnode_enqueue_idle",
-    "xnode_queue_own",
-    "xnode_queue_steal",
-    "xnode_other",
-];
+fn xnode_events() -> impl Iterator<Item = &'static str> {
+    softpart_core::events::EVENT_NAMES
+        .iter()
+        .copied()
+        .filter(|n| n.starts_with("xnode_"))
+}
 
 /// Every cross-node move of a homed task is put down to the decision that
 /// made it (steal.toml, two hackbench instances homed one per node): the
@@ -1438,10 +1434,9 @@ fn cross_node_moves_attributed(r: &Results) -> Result<String> {
     let (seen, c) = figures(STEAL_AT_ONCE)?;
     let (off_seen, off) = figures(OFF)?;
     let get = |c: &serde_json::Value, k: &str| c[k].as_u64().unwrap_or(0);
-    let sum = |c: &serde_json::Value| -> u64 { XNODE_EVENTS.iter().map(|k| get(c, k)).sum() };
+    let sum = |c: &serde_json::Value| -> u64 { xnode_events().map(|k| get(c, k)).sum() };
     let parts = |c: &serde_json::Value| -> String {
-        XNODE_EVENTS
-            .iter()
+        xnode_events()
             .map(|k| format!("{} {}", k.trim_start_matches("xnode_"), get(c, k)))
             .collect::<Vec<_>>()
             .join(", ")
