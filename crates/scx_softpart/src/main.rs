@@ -179,52 +179,6 @@ const BALANCE_HYSTERESIS: f64 = 0.1;
 const EVENT_NAMES: [&str; bpf_intf::sp_stat_SP_NR_STATS as usize] =
     softpart_core::events::EVENT_NAMES;
 
-/// running() counts a cross-node move as SP_STAT_XNODE_WAKE_HOME plus the
-/// task's enum sp_via: the two enums must list the causes in one order.
-const XNODE_BY_VIA: [(bpf_intf::sp_via, bpf_intf::sp_stat); bpf_intf::sp_via_SP_NR_VIA as usize] = [
-    (
-        bpf_intf::sp_via_SP_VIA_WAKE_HOME,
-        bpf_intf::sp_stat_SP_STAT_XNODE_WAKE_HOME,
-    ),
-    (
-        bpf_intf::sp_via_SP_VIA_WAKE_AWAY,
-        bpf_intf::sp_stat_SP_STAT_XNODE_WAKE_AWAY,
-    ),
-    (
-        bpf_intf::sp_via_SP_VIA_EVICT,
-        bpf_intf::sp_stat_SP_STAT_XNODE_EVICT,
-    ),
-    (
-        bpf_intf::sp_via_SP_VIA_RETURN,
-        bpf_intf::sp_stat_SP_STAT_XNODE_RETURN,
-    ),
-    (
-        bpf_intf::sp_via_SP_VIA_ENQUEUE_IDLE,
-        bpf_intf::sp_stat_SP_STAT_XNODE_ENQUEUE_IDLE,
-    ),
-    (
-        bpf_intf::sp_via_SP_VIA_QUEUE_OWN,
-        bpf_intf::sp_stat_SP_STAT_XNODE_QUEUE_OWN,
-    ),
-    (
-        bpf_intf::sp_via_SP_VIA_QUEUE_STEAL,
-        bpf_intf::sp_stat_SP_STAT_XNODE_QUEUE_STEAL,
-    ),
-    (
-        bpf_intf::sp_via_SP_VIA_OTHER,
-        bpf_intf::sp_stat_SP_STAT_XNODE_OTHER,
-    ),
-];
-const _: () = {
-    let mut i = 0;
-    while i < XNODE_BY_VIA.len() {
-        let (via, stat) = XNODE_BY_VIA[i];
-        assert!(via as usize == i);
-        assert!(stat == bpf_intf::sp_stat_SP_STAT_XNODE_WAKE_HOME + via);
-        i += 1;
-    }
-};
-
 impl<'a> Scheduler<'a> {
     fn init(
         opts: &Opts,
@@ -793,13 +747,15 @@ fn main() -> Result<()> {
 mod tests {
     use super::*;
 
+    /// intf.h checks that enum sp_stat's XNODE entries follow enum sp_via;
+    /// this, that the names scx_softpart prints for them do too.
     #[test]
     fn cross_node_events_sit_where_running_counts_them() {
         let first = bpf_intf::sp_stat_SP_STAT_XNODE_WAKE_HOME as usize;
         let last = bpf_intf::sp_stat_SP_STAT_XNODE_OTHER as usize;
         assert_eq!(EVENT_NAMES[first], "xnode_wake_home");
         assert_eq!(EVENT_NAMES[last], "xnode_other");
-        assert_eq!(last - first + 1, XNODE_BY_VIA.len());
+        assert_eq!(last - first + 1, bpf_intf::sp_via_SP_NR_VIA as usize);
         assert!(
             EVENT_NAMES[first..=last]
                 .iter()
@@ -810,7 +766,7 @@ mod tests {
                 .iter()
                 .filter(|n| n.starts_with("xnode_"))
                 .count(),
-            XNODE_BY_VIA.len()
+            bpf_intf::sp_via_SP_NR_VIA as usize
         );
     }
 }

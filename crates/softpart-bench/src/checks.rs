@@ -1422,8 +1422,9 @@ fn xnode_events() -> impl Iterator<Item = &'static str> {
 /// cross-node moves the observer saw in the window, next to none of them
 /// are unexplained (`xnode_other`), steals at once show as steals, and
 /// with --no-steal the only tasks another partition's CPU takes from a
-/// queue are a visitor's home's turns (`visitor_yield`). A decision that forgot to say what it
-/// did lands in `xnode_other`; a move not counted leaves the sum short.
+/// queue are a visitor's home's turns (`visitor_yield`). A decision that
+/// forgot to say what it did lands in `xnode_other`; a move not counted
+/// leaves the sum short.
 fn cross_node_moves_attributed(r: &Results) -> Result<String> {
     const OFF: &str = "softpart:--no-steal";
     let figures = |policy: &str| -> Result<(u64, serde_json::Value)> {

@@ -144,6 +144,16 @@ struct sp_group_stats {
 	u64 migrations[SP_NR_DIST];
 };
 
+/* running() counts a cross-node move as SP_STAT_XNODE_WAKE_HOME + its sp_via. */
+#define SP_XNODE_OF(via) (SP_STAT_XNODE_WAKE_HOME + (via))
+_Static_assert(SP_XNODE_OF(SP_VIA_WAKE_AWAY) == SP_STAT_XNODE_WAKE_AWAY, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_EVICT) == SP_STAT_XNODE_EVICT, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_RETURN) == SP_STAT_XNODE_RETURN, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_ENQUEUE_IDLE) == SP_STAT_XNODE_ENQUEUE_IDLE, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_OWN) == SP_STAT_XNODE_QUEUE_OWN, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_STEAL) == SP_STAT_XNODE_QUEUE_STEAL, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_OTHER) == SP_STAT_XNODE_OTHER, "xnode order");
+
 /* Per partition. */
 struct sp_part_stats {
 	u64 delay_ns;	/* waits that ended on one of its CPUs */

@@ -1573,8 +1573,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 		if (d < SP_NR_DIST)
 			__sync_fetch_and_add(&hs->migrations[d], 1);
 		if (d == SP_DIST_XNODE && homed(tctx))
-			stat_inc(SP_STAT_XNODE_WAKE_HOME + (tctx->via < SP_NR_VIA ? tctx->via :
-									      SP_VIA_OTHER));
+			stat_inc(SP_XNODE_OF(tctx->via < SP_NR_VIA ? tctx->via : SP_VIA_OTHER));
 	}
 	tctx->via = SP_VIA_OTHER;
 	tctx->last_cpu = cpu;
