@@ -111,6 +111,15 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub(crate) steal_defer_us: Option<u64>,
 
+    /// When a CPU about to go idle takes a task from another partition's
+    /// queue, look at up to N queued tasks for one that last ran on this
+    /// CPU's node (a visitor sent back to its home's queue) and take it
+    /// before the head: it then crosses no node. 0: the head only.
+    /// An experiment (docs/experiments.md, "Stealing back").
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "no_steal",
+          value_parser = clap::value_parser!(u32).range(0..=8))]
+    pub(crate) steal_back: u32,
+
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,
