@@ -120,6 +120,14 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u32).range(0..=8))]
     pub(crate) steal_back: u32,
 
+    /// How recently a CPU's own partition's homed tasks must have run on
+    /// it for it to defer steals (--steal-defer-us), in microseconds.
+    /// Default: one slice. An experiment (docs/experiments.md, "Stealing
+    /// back").
+    #[arg(long, value_name = "US", conflicts_with = "no_steal",
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub(crate) owner_window_us: Option<u64>,
+
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,

@@ -83,6 +83,8 @@ const volatile bool steal = true;
  * for this long (owners_recent()); 0: any head at once (--steal-defer-us).
  */
 const volatile u64 steal_defer_ns = 12000000ULL;
+/* How recently its owners must have used a CPU for it to defer (--owner-window-us). */
+const volatile u64 owner_window_ns = 3000000ULL;
 /*
  * A thief looks at up to this many queued tasks for one that last ran on
  * its own node, and takes that one before the head (0: the head only;
@@ -808,7 +810,7 @@ static __always_inline bool owner_used_recently(s32 cpu, u64 now)
 		return false;
 	barrier_var(c);
 	at = cpu_owner_stopped_at[c];
-	return at && time_before(now, at + slice_ns);
+	return at && time_before(now, at + owner_window_ns);
 }
 
 static __always_inline bool owners_recent(s32 cpu, u64 now)
