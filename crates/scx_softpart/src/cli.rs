@@ -16,7 +16,8 @@ pub(crate) enum QueuedSpill {
     /// Every spill.
     Always,
     /// As "sync", and also every spill bound for a CPU that its own
-    /// partition's homed tasks used within the last slice.
+    /// partition's homed tasks used within the steal wait (the CPUs that
+    /// defer their steals, --steal-defer-us).
     Owned,
 }
 
@@ -98,7 +99,7 @@ pub(crate) struct Opts {
     /// How long a CPU about to go idle waits before it takes a task from
     /// another partition's queue that ran less than this long ago, in
     /// microseconds; 0: it takes it at once. Only a CPU that its own
-    /// partition's homed tasks used within the last slice waits (its own
+    /// partition's homed tasks used within that time waits (its own
     /// tasks are likely to want it back, and the task's own partition to
     /// free a CPU first); a CPU serving no owners, as a node a single
     /// instance bursts into, never does. A per-CPU timer brings the CPU
@@ -111,19 +112,12 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub(crate) steal_defer_us: Option<u64>,
 
-    /// When a CPU about to go idle takes a task from another partition's
-    /// queue, look at up to N queued tasks for one that last ran on this
-    /// CPU's node (a visitor sent back to its home's queue) and take it
-    /// before the head: it then crosses no node. 0: the head only.
-    /// An experiment (docs/experiments.md, "Stealing back").
-    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "no_steal",
-          value_parser = clap::value_parser!(u32).range(0..=8))]
-    pub(crate) steal_back: u32,
-
     /// How recently a CPU's own partition's homed tasks must have run on
-    /// it for it to defer steals (--steal-defer-us), in microseconds.
-    /// Default: one slice. An experiment (docs/experiments.md, "Stealing
-    /// back").
+    /// it for it to defer its steals (--steal-defer-us), in microseconds.
+    /// Default: the steal wait itself, or one slice with --steal-defer-us
+    /// 0 (where it only says which CPUs --queued-spill=owned counts as
+    /// their owners'). For comparison: one slice, the default before
+    /// docs/experiments.md, "Owners' CPUs defer for the whole steal wait".
     #[arg(long, value_name = "US", conflicts_with = "no_steal",
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) owner_window_us: Option<u64>,
@@ -275,6 +269,23 @@ pub(crate) fn steal_defer_us(opts: &Opts) -> u64 {
         .unwrap_or((STEAL_DEFER_SLICES * opts.slice_us).min(100_000))
 }
 
+/// How recently a CPU's own partition's homed tasks must have run on it
+/// for it to defer its steals, in microseconds: the steal wait itself
+/// (docs/design.md, "Deferred steals"). With one slice, a CPU idle a
+/// little longer than that took the other partition's task at once even
+/// while its owners were about to want it back: two hackbench instances
+/// of one group crossed the nodes 0.45-0.61x as often as under eevdf in
+/// three boots, against 0.21 and 0.34x with the wait's 12 ms
+/// (docs/experiments.md, "Owners' CPUs defer for the whole steal wait").
+/// Without a wait, a slice: it still says which CPUs --queued-spill=owned
+/// counts as their owners'. --owner-window-us overrides it.
+pub(crate) fn owner_window_us(opts: &Opts) -> u64 {
+    opts.owner_window_us.unwrap_or(match steal_defer_us(opts) {
+        0 => opts.slice_us,
+        us => us,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +348,29 @@ mod tests {
                 .to_string();
             assert!(err.contains("--no-steal"), "{explicit}: {err}");
             assert!(err.contains("--queued-spill"), "{explicit}: {err}");
+        }
+    }
+
+    #[test]
+    fn owners_window_is_the_steal_wait_or_a_slice_without_one() {
+        let window = |args: &[&str]| {
+            let argv = std::iter::once("scx_softpart").chain(args.iter().copied());
+            owner_window_us(&Opts::try_parse_from(argv).unwrap())
+        };
+        assert_eq!(window(&[]), 12_000);
+        assert_eq!(window(&["--steal-defer-us", "5000"]), 5_000);
+        assert_eq!(window(&["--slice-us", "2000"]), 8_000);
+        assert_eq!(window(&["--steal-defer-us", "0"]), 3_000);
+        assert_eq!(
+            window(&["--steal-defer-us", "0", "--slice-us", "1500"]),
+            1_500
+        );
+        assert_eq!(window(&["--owner-window-us", "3000"]), 3_000);
+        for bad in ["0", "100001", "-5", "3ms"] {
+            let err = Opts::try_parse_from(["scx_softpart", &format!("--owner-window-us={bad}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--owner-window-us"), "{bad}: {err}");
         }
     }
 

@@ -23,7 +23,7 @@ mod stats;
 use anyhow::{Context, Result, bail};
 use bpf_skel::*;
 use clap::Parser;
-use cli::{Opts, QueuedSpill, steal_defer_us};
+use cli::{Opts, QueuedSpill, owner_window_us, steal_defer_us};
 use control::Call;
 use home_maps::referenced_homes;
 use homes::{Home, HomeTable};
@@ -293,8 +293,7 @@ impl<'a> Scheduler<'a> {
         rodata.steal = !opts.no_steal;
         let steal_defer_us = steal_defer_us(opts);
         rodata.steal_defer_ns = steal_defer_us * 1000;
-        rodata.steal_back = opts.steal_back;
-        rodata.owner_window_ns = opts.owner_window_us.unwrap_or(opts.slice_us) * 1000;
+        rodata.owner_window_ns = owner_window_us(opts) * 1000;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
         rodata.hold_put_back_ns = if opts.no_hold_put_back {
             0
@@ -359,7 +358,9 @@ impl<'a> Scheduler<'a> {
                     "; steals off (--no-steal, queued spills off: comparison only)".to_string()
                 }
                 0 => "; steals at once".to_string(),
-                us => format!("; steals deferred up to {us} us on CPUs their owners just used"),
+                us => format!(
+                    "; steals deferred up to {us} us on CPUs their owners used within that time"
+                ),
             },
             if kernel_pick {
                 "the kernel's scx_bpf_select_cpu_and()"

@@ -27,8 +27,6 @@ enum softpart_consts {
 	SP_MAX_CGROUP_HOMES = 4096,
 	/* How many cgroup levels up a task looks for its cgroup's home. */
 	SP_MAX_CGROUP_DEPTH = 16,
-	/* Most queued tasks a thief looks through (--steal-back). */
-	SP_MAX_STEAL_BACK = 8,
 	/* DSQ ids below this are partition queues: dsq id == partition id. */
 	SP_PART_DSQ_BASE = 0,
 	/* Stats slots: one per home id, then one for tasks with no home. */
@@ -121,7 +119,6 @@ enum sp_stat {
 	SP_STAT_XNODE_QUEUE_OWN,	/* queued, taken by a CPU of that queue's partition */
 	SP_STAT_XNODE_QUEUE_STEAL,	/* queued, taken by another partition's CPU (a steal, or a visitor's home's turn) */
 	SP_STAT_XNODE_OTHER,	/* anything else (e.g. its first run) */
-	SP_STAT_STEAL_BACK,	/* a steal took a task that last ran on the thief's node (--steal-back) */
 	SP_NR_STATS,
 };
 

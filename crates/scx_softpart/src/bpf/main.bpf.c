@@ -83,14 +83,11 @@ const volatile bool steal = true;
  * for this long (owners_recent()); 0: any head at once (--steal-defer-us).
  */
 const volatile u64 steal_defer_ns = 12000000ULL;
-/* How recently its owners must have used a CPU for it to defer (--owner-window-us). */
-const volatile u64 owner_window_ns = 3000000ULL;
 /*
- * A thief looks at up to this many queued tasks for one that last ran on
- * its own node, and takes that one before the head (0: the head only;
- * --steal-back).
+ * How recently its owners must have used a CPU for it to defer: the steal
+ * wait, or a slice without one (owner_window_us() in cli.rs).
  */
-const volatile u32 steal_back;
+const volatile u64 owner_window_ns = 12000000ULL;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -793,8 +790,14 @@ static __always_inline u64 task_vtime(struct task_struct *p);
 
 /*
  * Whether @cpu defers its steals: only if its own partition's homed tasks
- * ran on it within the last slice, so that they, and not the other
- * partition's, are likely to want it next. A CPU that serves no owners (a
+ * ran on it within owner_window_ns (the steal wait), so that they, and not
+ * the other partition's, are likely to want it next. Owners that sleep a
+ * few milliseconds at a time (pipe partners) leave their CPU idle for
+ * longer than a slice and still want it back; with a one-slice window such
+ * a CPU took the other partition's head at once, and two hackbench
+ * instances crossed the nodes half again to twice as often
+ * (docs/experiments.md, "Owners' CPUs defer for the whole steal wait").
+ * A CPU that serves no owners (a
  * node left idle by a single instance, or running visitors) steals at
  * once: deferring there only leaves the CPU idle, and the instance
  * bursting into it loses the time (one sysbench-threads instance of 16
@@ -1365,34 +1368,6 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 	return ok;
 }
 
-/*
- * --steal-back N: a steal that may happen (head_stealable()) takes, among
- * the first N tasks of @part's queue, one that last ran on @cpu's node:
- * a visitor sent back to its home's queue. Run here again it crosses no
- * node, where the head would cross one now and again on its way back; the
- * time spent away is the same either way.
- */
-static bool steal_one_back(u32 part, s32 cpu)
-{
-	u32 node = cpu_attr(cpu_node, cpu), seen = 0;
-	struct task_struct *p;
-	struct task_ctx *tctx;
-
-	bpf_for_each(scx_dsq, p, SP_PART_DSQ_BASE + part, 0) {
-		if (seen++ >= steal_back || seen > SP_MAX_STEAL_BACK)
-			break;
-		tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-		if (!tctx || tctx->last_cpu < 0 || cpu_attr(cpu_node, tctx->last_cpu) != node ||
-		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-			continue;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			stat_inc(SP_STAT_STEAL_BACK);
-			return true;
-		}
-	}
-	return false;
-}
-
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
@@ -1445,8 +1420,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		part = part_order[idx];
 		if (!head_stealable(part, now, defer, &ready_at))
 			continue;
-		if ((steal_back && steal_one_back(part, cpu)) ||
-		    scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
+		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
 			struct sp_part_stats *ps = part_stats_of(own);
 
 			stat_inc(SP_STAT_DISPATCH_STEAL);
