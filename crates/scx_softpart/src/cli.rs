@@ -274,8 +274,8 @@ pub(crate) fn steal_defer_us(opts: &Opts) -> u64 {
 /// (docs/design.md, "Deferred steals"). With one slice, a CPU idle a
 /// little longer than that took the other partition's task at once even
 /// while its owners were about to want it back: two hackbench instances
-/// of one group crossed the nodes 0.45-0.61x as often as under eevdf in
-/// three boots, against 0.21 and 0.34x with the wait's 12 ms
+/// of one group crossed the nodes 0.39-0.61x as often as under eevdf in
+/// three boots, against 0.28-0.34x with the wait's 12 ms
 /// (docs/experiments.md, "Owners' CPUs defer for the whole steal wait").
 /// Without a wait, a slice: it still says which CPUs --queued-spill=owned
 /// counts as their owners'. --owner-window-us overrides it.

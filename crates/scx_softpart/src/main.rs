@@ -359,7 +359,8 @@ impl<'a> Scheduler<'a> {
                 }
                 0 => "; steals at once".to_string(),
                 us => format!(
-                    "; steals deferred up to {us} us on CPUs their owners used within that time"
+                    "; steals deferred up to {us} us on CPUs their owners used within {} us",
+                    owner_window_us(opts)
                 ),
             },
             if kernel_pick {

@@ -795,11 +795,10 @@ static __always_inline u64 task_vtime(struct task_struct *p);
  * few milliseconds at a time (pipe partners) leave their CPU idle for
  * longer than a slice and still want it back; with a one-slice window such
  * a CPU took the other partition's head at once, and two hackbench
- * instances crossed the nodes half again to twice as often
- * (docs/experiments.md, "Owners' CPUs defer for the whole steal wait").
- * A CPU that serves no owners (a
- * node left idle by a single instance, or running visitors) steals at
- * once: deferring there only leaves the CPU idle, and the instance
+ * instances crossed the nodes 1.3-1.8x as often (docs/experiments.md,
+ * "Owners' CPUs defer for the whole steal wait"). A CPU that serves no
+ * owners (a node left idle by a single instance, or running visitors)
+ * steals at once: deferring there only leaves the CPU idle, and the instance
  * bursting into it loses the time (one sysbench-threads instance of 16
  * threads: 0.93x eevdf's CPU time at 500 us, 0.89x at 3 ms, against 0.98x;
  * docs/experiments.md, "Deferred steals").
