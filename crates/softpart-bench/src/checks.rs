@@ -1300,7 +1300,7 @@ fn steal_counters(r: &Results, scenario: &str, policy: &str) -> Result<(u64, u64
 /// before it takes the other instance's task that just ran, and its timer
 /// brings it back to take it once the wait is over (steal.toml, default
 /// against --steal-defer-us 0): deferrals happen, timers fire, the CPUs
-/// still steal, and no CPU time is lost to the wait.
+/// still steal, and the wait costs little CPU time.
 fn steals_deferred_for_owners(r: &Results) -> Result<String> {
     let (steals, deferred, timers) = steal_counters(r, "steal", "softpart")?;
     let (now_steals, now_deferred, _) = steal_counters(r, "steal", STEAL_AT_ONCE)?;
@@ -1320,7 +1320,12 @@ fn steals_deferred_for_owners(r: &Results) -> Result<String> {
     if steals < 10 {
         bail!("the deferred steals never happened: {seen}");
     }
-    if cpu < now_cpu * 0.95 {
+    // Against stealing at once: 0.98x in a 5-run boot of 9442fec, each
+    // run 0.98-0.99x the other's median (docs/experiments.md, "Owners'
+    // CPUs defer for the whole steal wait"); single CI runs 0.976 and
+    // 0.959x. A timer that failed to end the wait would leave CPUs idle
+    // for good.
+    if cpu < now_cpu * 0.93 {
         bail!("waiting cost CPU time: {seen}");
     }
     Ok(seen)
