@@ -122,14 +122,6 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) owner_window_us: Option<u64>,
 
-    /// Look at the head of a partition's queue (one lock of the queue to
-    /// find it, one to let go) even where the answer cannot matter: an
-    /// empty queue, or a steal by a CPU that does not defer. The default
-    /// skips those looks. For comparison only (docs/experiments.md,
-    /// "Fewer looks at the queues' heads").
-    #[arg(long)]
-    pub(crate) always_peek: bool,
-
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,

@@ -88,12 +88,6 @@ const volatile u64 steal_defer_ns = 12000000ULL;
  * wait, or a slice without one (owner_window_us() in cli.rs).
  */
 const volatile u64 owner_window_ns = 12000000ULL;
-/*
- * Peek at a queue's head only when the answer can matter: not when the
- * queue is empty, nor for a CPU that does not defer its steals (off:
- * --always-peek, comparison only). Each peek takes the queue's lock twice.
- */
-const volatile bool lean_peeks = true;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -1329,8 +1323,6 @@ static bool head_held_elsewhere(u32 part, s32 cpu)
 	bool held = false;
 	u64 dsq = SP_PART_DSQ_BASE + part, at;
 
-	if (lean_peeks && !scx_bpf_dsq_nr_queued(dsq))
-		return false;
 	bpf_for_each(scx_dsq, head, dsq, 0) {
 		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
 		if (tctx) {
@@ -1363,12 +1355,6 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 	bool ok = false;
 	u64 at;
 
-	/*
-	 * Without @defer any head may go, and taking from an empty queue
-	 * fails without its lock: no need to look.
-	 */
-	if (lean_peeks && (!defer || !scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)))
-		return !defer;
 	bpf_for_each(scx_dsq, head, SP_PART_DSQ_BASE + part, 0) {
 		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
 		at = tctx ? tctx->stopped_at : 0;
