@@ -122,14 +122,6 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) owner_window_us: Option<u64>,
 
-    /// A CPU defers a steal (--steal-defer-us) only while the other
-    /// partition's queue holds at most N tasks; with more, it takes the
-    /// head at once. 0: whatever the queue's length. An experiment
-    /// (docs/experiments.md, "Deferring only before short queues").
-    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "no_steal",
-          value_parser = clap::value_parser!(u32).range(0..=100_000))]
-    pub(crate) steal_defer_max_queued: u32,
-
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,

@@ -88,11 +88,6 @@ const volatile u64 steal_defer_ns = 12000000ULL;
  * wait, or a slice without one (owner_window_us() in cli.rs).
  */
 const volatile u64 owner_window_ns = 12000000ULL;
-/*
- * ... and only while the other partition's queue holds at most this many
- * tasks; 0: however many (--steal-defer-max-queued, an experiment).
- */
-const volatile u32 steal_defer_max_queued;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -1372,18 +1367,6 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 	return ok;
 }
 
-/*
- * Does @part's queue let a CPU that defers wait? Not when it holds more
- * tasks than steal_defer_max_queued: its own CPUs will not get through
- * it within the wait, and a thief waiting there only idles. A kick at
- * each insert (enqueue()) asks again as the queue grows.
- */
-static __always_inline bool defer_for_queue(u32 part)
-{
-	return !steal_defer_max_queued ||
-	       scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part) <= (s32)steal_defer_max_queued;
-}
-
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
@@ -1434,7 +1417,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
 			break;
 		part = part_order[idx];
-		if (!head_stealable(part, now, defer && defer_for_queue(part), &ready_at))
+		if (!head_stealable(part, now, defer, &ready_at))
 			continue;
 		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
 			struct sp_part_stats *ps = part_stats_of(own);
