@@ -129,6 +129,13 @@ pub(crate) struct Opts {
     #[arg(long)]
     pub(crate) no_evict: bool,
 
+    /// Evict (see --no-evict) only while some CPU the owner may use is
+    /// idle: with none, swapping who waits adds no capacity. An
+    /// experiment (docs/experiments.md, "Without evictions at a full
+    /// machine").
+    #[arg(long, conflicts_with = "no_evict")]
+    pub(crate) evict_needs_idle: bool,
+
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,
