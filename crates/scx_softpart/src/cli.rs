@@ -122,20 +122,6 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) owner_window_us: Option<u64>,
 
-    /// Do not let a homed task that finds its home full take a home CPU
-    /// back from another partition's task running there (an eviction); it
-    /// spills or queues instead. An experiment (docs/experiments.md,
-    /// "Without evictions at a full machine").
-    #[arg(long)]
-    pub(crate) no_evict: bool,
-
-    /// Evict (see --no-evict) only while some CPU the owner may use is
-    /// idle: with none, swapping who waits adds no capacity. An
-    /// experiment (docs/experiments.md, "Without evictions at a full
-    /// machine").
-    #[arg(long, conflicts_with = "no_evict")]
-    pub(crate) evict_needs_idle: bool,
-
     /// Treat a task that its CPU puts back (slice end, yield) while only
     /// per-CPU kthreads are queued there like any other: send it to an
     /// idle CPU. By default it waits the kthreads' turn on its own CPU,

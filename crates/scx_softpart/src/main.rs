@@ -294,8 +294,6 @@ impl<'a> Scheduler<'a> {
         let steal_defer_us = steal_defer_us(opts);
         rodata.steal_defer_ns = steal_defer_us * 1000;
         rodata.owner_window_ns = owner_window_us(opts) * 1000;
-        rodata.evict_visitors = !opts.no_evict;
-        rodata.evict_needs_idle = opts.evict_needs_idle;
         rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
         rodata.hold_put_back_ns = if opts.no_hold_put_back {
             0

@@ -88,10 +88,6 @@ const volatile u64 steal_defer_ns = 12000000ULL;
  * wait, or a slice without one (owner_window_us() in cli.rs).
  */
 const volatile u64 owner_window_ns = 12000000ULL;
-/* An owner finding its home full takes a CPU back from a visitor (off: --no-evict, an experiment). */
-const volatile bool evict_visitors = true;
-/* ... only while some CPU @p may use is idle (--evict-needs-idle, an experiment). */
-const volatile bool evict_needs_idle;
 /* A task put back behind per-CPU kthreads waits for them (off: --no-wait-behind-kthreads). */
 const volatile bool wait_behind_kthreads = true;
 /* How long a task put back in its partition's queue is held for its CPU; 0: not (--no-hold-put-back). */
@@ -769,7 +765,7 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 			stat_inc(SP_STAT_PICK_CPU_HOME);
 			return cpu;
 		}
-		if (evict_visitors && homed(tctx) && (!evict_needs_idle || any_idle(p->cpus_ptr))) {
+		if (homed(tctx)) {
 			cpu = claim_visitor_cpu(home);
 			if (cpu >= 0) {
 				stat_inc(SP_STAT_EVICT);
@@ -1156,8 +1152,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 					tctx->via = SP_VIA_RETURN;
 					return;
 				}
-				cpu = evict_visitors && (!evict_needs_idle || any_idle(p->cpus_ptr)) ?
-					      claim_visitor_cpu(home) : -1;
+				cpu = claim_visitor_cpu(home);
 				if (cpu >= 0) {
 					tctx->via = SP_VIA_EVICT;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
