@@ -199,6 +199,17 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) wakeup_preempt: Option<u64>,
 
+    /// Experiment: an owner taking its home CPU back from a visitor waits
+    /// in its home's queue, where any home CPU may take it first, instead
+    /// of on the visitor's CPU.
+    #[arg(long)]
+    pub(crate) evict_via_queue: bool,
+
+    /// Experiment: an owner takes its home CPU back only from a visitor
+    /// whose own home has an idle CPU to go to.
+    #[arg(long)]
+    pub(crate) evict_to_room: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed

@@ -303,6 +303,8 @@ impl<'a> Scheduler<'a> {
         rodata.yield_away_keeps = !opts.yield_away_ends_slice;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
+        rodata.evict_via_queue = opts.evict_via_queue;
+        rodata.evict_to_room = opts.evict_to_room;
         rodata.queued_spill = match opts.queued_spill {
             _ if opts.no_steal => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
             QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,

@@ -100,6 +100,10 @@ const volatile bool wake_sync;
 const volatile u32 queued_spill = SP_QSPILL_SYNC;
 /* A wakeup with no idle CPU may preempt a task that has run this long (--wakeup-preempt US; 0: never). */
 const volatile u64 wakeup_preempt_ns;
+/* Experiment: an evicting owner waits in its home's queue, not on the visitor's CPU (--evict-via-queue). */
+const volatile bool evict_via_queue;
+/* Experiment: evict only a visitor whose own home has an idle CPU (--evict-to-room). */
+const volatile bool evict_to_room;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -579,9 +583,17 @@ static s32 claim_visitor_cpu(const struct cpumask *home)
 		if (c >= SP_MAX_CPUS)
 			break;
 		barrier_var(c);
-		if (!cpu_visitor[c] || !bpf_cpumask_test_cpu(c, home))
+		u32 v = cpu_visitor[c];
+
+		if (!v || !bpf_cpumask_test_cpu(c, home))
 			continue;
-		if (__sync_val_compare_and_swap(&cpu_visitor[c], 1, 0) == 1)
+		if (evict_to_room) {
+			const struct cpumask *vhome = part_cpus(v - 1);
+
+			if (!vhome || !any_idle(vhome))
+				continue;
+		}
+		if (__sync_val_compare_and_swap(&cpu_visitor[c], v, 0) == v)
 			return c;
 	}
 	return -1;
@@ -879,6 +891,24 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 	return true;
 }
 
+/*
+ * --evict-via-queue: the owner waits at the head of its home's queue
+ * instead of on the visitor's CPU, and that CPU is kicked; whichever home
+ * CPU reaches dispatch() first runs it, so a home CPU freeing up while
+ * the kicked vCPU waits for the host does not go to waste.
+ */
+static void evict_queued(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			 u64 enq_flags)
+{
+	u32 part = part_of_cpu(cpu);
+
+	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns, task_vtime(p),
+				 enq_flags);
+	tctx->part_queued = part + 1;
+	tctx->via = SP_VIA_EVICT;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+}
+
 s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -894,6 +924,10 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		if (queued_spill != SP_QSPILL_OFF && !evict &&
 		    queue_spill(p, tctx, prev_cpu, cpu, wake_flags))
 			return prev_cpu;
+		if (evict && evict_via_queue) {
+			evict_queued(p, tctx, cpu, 0);
+			return prev_cpu;
+		}
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (evict) {
 			tctx->via = SP_VIA_EVICT;
@@ -1153,6 +1187,11 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 					return;
 				}
 				cpu = claim_visitor_cpu(home);
+				if (cpu >= 0 && evict_via_queue) {
+					evict_queued(p, tctx, cpu, enq_flags);
+					stat_inc(SP_STAT_EVICT);
+					return;
+				}
 				if (cpu >= 0) {
 					tctx->via = SP_VIA_EVICT;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
@@ -1604,7 +1643,8 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 		else if (!in && tctx->at_home == 1)
 			__sync_fetch_and_add(&hs->spills, 1);
 		tctx->at_home = in;
-		set_visitor(cpu, !in);
+		/* Away: the visitor's home partition + 1 (claim_visitor_cpu()). */
+		set_visitor(cpu, in ? 0 : part_of_cpu(bpf_cpumask_first(cast_mask(tctx->home))) + 1);
 	} else {
 		set_visitor(cpu, 0);
 	}
