@@ -1636,7 +1636,8 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 		}
 	}
 	if (homed(tctx)) {
-		u32 in = bpf_cpumask_test_cpu(cpu, cast_mask(tctx->home));
+		const struct cpumask *home = cast_mask(tctx->home);
+		u32 in = home && bpf_cpumask_test_cpu(cpu, home);
 
 		if (in && tctx->at_home == 0)
 			__sync_fetch_and_add(&hs->returns, 1);
@@ -1644,7 +1645,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 			__sync_fetch_and_add(&hs->spills, 1);
 		tctx->at_home = in;
 		/* Away: the visitor's home partition + 1 (claim_visitor_cpu()). */
-		set_visitor(cpu, in ? 0 : part_of_cpu(bpf_cpumask_first(cast_mask(tctx->home))) + 1);
+		set_visitor(cpu, in || !home ? 0 : part_of_cpu(bpf_cpumask_first(home)) + 1);
 	} else {
 		set_visitor(cpu, 0);
 	}
