@@ -906,6 +906,12 @@ static void evict_queued(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 				 enq_flags);
 	tctx->part_queued = part + 1;
 	tctx->via = SP_VIA_EVICT;
+	/*
+	 * As if it had just run here: CPUs of other partitions whose owners
+	 * are about defer taking it (head_stealable()), so that the kicked
+	 * home CPU, or another freeing up, runs it at home.
+	 */
+	tctx->stopped_at = now_ns();
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
