@@ -199,16 +199,16 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) wakeup_preempt: Option<u64>,
 
-    /// Experiment: an owner taking its home CPU back from a visitor waits
-    /// in its home's queue, where any home CPU may take it first, instead
-    /// of on the visitor's CPU.
+    /// A task waking to a full home takes a home CPU back from another
+    /// partition's task running there (evicts it) only if that task's own
+    /// home has an idle CPU to go to; otherwise the waking task goes
+    /// where it would with no visitor there (an idle CPU nearby, or its
+    /// home's queue, which home CPUs serve first at their next slice end).
+    /// This switch evicts whatever the visitor's home looks like: the rule
+    /// before, which at a full machine cost the balanced groups CPU time
+    /// (docs/experiments.md, "Evictions toward room").
     #[arg(long)]
-    pub(crate) evict_via_queue: bool,
-
-    /// Experiment: an owner takes its home CPU back only from a visitor
-    /// whose own home has an idle CPU to go to.
-    #[arg(long)]
-    pub(crate) evict_to_room: bool,
+    pub(crate) evict_always: bool,
 
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's

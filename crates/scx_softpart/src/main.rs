@@ -303,8 +303,7 @@ impl<'a> Scheduler<'a> {
         rodata.yield_away_keeps = !opts.yield_away_ends_slice;
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
-        rodata.evict_via_queue = opts.evict_via_queue;
-        rodata.evict_to_room = opts.evict_to_room;
+        rodata.evict_to_room = !opts.evict_always;
         rodata.queued_spill = match opts.queued_spill {
             _ if opts.no_steal => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
             QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
@@ -352,7 +351,7 @@ impl<'a> Scheduler<'a> {
             .as_ref()
             .is_some_and(|b| b.kernel_pick_used);
         info!(
-            "attached at uptime {:.2} s; softness {}{}; away from home: {}; idle masks: {}; control socket {}",
+            "attached at uptime {:.2} s; softness {}{}; evictions: {}; away from home: {}; idle masks: {}; control socket {}",
             uptime_s(),
             opts.softness,
             match steal_defer_us {
@@ -364,6 +363,11 @@ impl<'a> Scheduler<'a> {
                     "; steals deferred up to {us} us on CPUs their owners used within {} us",
                     owner_window_us(opts)
                 ),
+            },
+            if opts.evict_always {
+                "any visitor (--evict-always)"
+            } else {
+                "visitors whose home has an idle CPU"
             },
             if kernel_pick {
                 "the kernel's scx_bpf_select_cpu_and()"

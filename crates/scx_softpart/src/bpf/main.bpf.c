@@ -100,10 +100,8 @@ const volatile bool wake_sync;
 const volatile u32 queued_spill = SP_QSPILL_SYNC;
 /* A wakeup with no idle CPU may preempt a task that has run this long (--wakeup-preempt US; 0: never). */
 const volatile u64 wakeup_preempt_ns;
-/* Experiment: an evicting owner waits in its home's queue, not on the visitor's CPU (--evict-via-queue). */
-const volatile bool evict_via_queue;
-/* Experiment: evict only a visitor whose own home has an idle CPU (--evict-to-room). */
-const volatile bool evict_to_room;
+/* Evict only a visitor whose own home has an idle CPU (off: --evict-always). */
+const volatile bool evict_to_room = true;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -142,7 +140,7 @@ struct sp_part_stats part_stats[SP_MAX_PARTS];
 u64 group_part_ns[SP_NR_GROUP_SLOTS * SP_MAX_PARTS];
 u64 cpu_busy_ns[SP_MAX_CPUS];
 u32 scan_cursor[SP_MAX_CPUS];
-/* 1 while the CPU runs a homed task away from its home. */
+/* While the CPU runs a homed task away from its home: that home's partition + 1; else 0. */
 u32 cpu_visitor[SP_MAX_CPUS];
 /*
  * The task each CPU runs: its vtime and the time it started (0: none, or
@@ -571,20 +569,29 @@ static s32 scan_bounded(const struct cpumask *home)
 
 /*
  * A home CPU running a visitor, claimed (so that two owners do not pick the
- * same one), or -1.
+ * same one), or -1. Only a visitor whose own home partition has an idle
+ * CPU is taken (evict_to_room): evicted, it goes home at once. With none
+ * there it would only queue at home, and the owner gets this CPU anyway at
+ * the visitor's slice end (dispatch() serves its own queue first); at a
+ * full machine those swaps cost CPU time. Four cgroups of two hackbench
+ * groups on 4n2c2t (the balancer, every partition over-full) got 0.96 /
+ * 0.965 / 0.97x shared mode's CPU time in three boots against 0.90-0.93x
+ * evicting every visitor, with evictions down from 51-58 to 7-8 per s; the
+ * fitting cell (one group per cgroup) kept 96.5-97.5% exclusivity, where
+ * never evicting gave 94.6% (docs/experiments.md, "Evictions toward
+ * room").
  */
 static s32 claim_visitor_cpu(const struct cpumask *home)
 {
 	u32 cpu;
 
 	bpf_for(cpu, 0, nr_cpus) {
-		u32 c = cpu;
+		u32 c = cpu, v;
 
 		if (c >= SP_MAX_CPUS)
 			break;
 		barrier_var(c);
-		u32 v = cpu_visitor[c];
-
+		v = cpu_visitor[c];
 		if (!v || !bpf_cpumask_test_cpu(c, home))
 			continue;
 		if (evict_to_room) {
@@ -891,30 +898,6 @@ static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, 
 	return true;
 }
 
-/*
- * --evict-via-queue: the owner waits at the head of its home's queue
- * instead of on the visitor's CPU, and that CPU is kicked; whichever home
- * CPU reaches dispatch() first runs it, so a home CPU freeing up while
- * the kicked vCPU waits for the host does not go to waste.
- */
-static void evict_queued(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-			 u64 enq_flags)
-{
-	u32 part = part_of_cpu(cpu);
-
-	scx_bpf_dsq_insert_vtime(p, SP_PART_DSQ_BASE + part, slice_ns, task_vtime(p),
-				 enq_flags);
-	tctx->part_queued = part + 1;
-	tctx->via = SP_VIA_EVICT;
-	/*
-	 * As if it had just run here: CPUs of other partitions whose owners
-	 * are about defer taking it (head_stealable()), so that the kicked
-	 * home CPU, or another freeing up, runs it at home.
-	 */
-	tctx->stopped_at = now_ns();
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-}
-
 s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -930,10 +913,6 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		if (queued_spill != SP_QSPILL_OFF && !evict &&
 		    queue_spill(p, tctx, prev_cpu, cpu, wake_flags))
 			return prev_cpu;
-		if (evict && evict_via_queue) {
-			evict_queued(p, tctx, cpu, 0);
-			return prev_cpu;
-		}
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		if (evict) {
 			tctx->via = SP_VIA_EVICT;
@@ -1193,11 +1172,6 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 					return;
 				}
 				cpu = claim_visitor_cpu(home);
-				if (cpu >= 0 && evict_via_queue) {
-					evict_queued(p, tctx, cpu, enq_flags);
-					stat_inc(SP_STAT_EVICT);
-					return;
-				}
 				if (cpu >= 0) {
 					tctx->via = SP_VIA_EVICT;
 					scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
