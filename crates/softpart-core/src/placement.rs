@@ -6,7 +6,9 @@
 //! 2. an idle whole core at home (SMT only)
 //! 3. prev's SMT sibling, if idle and at home (seed 002)
 //! 4. an idle CPU at home (seed 003 bounds this scan in the BPF version)
-//! 5. a home CPU running a visitor (homed tasks only): owners first
+//! 5. a home CPU running a visitor (homed tasks only): owners first; only
+//!    a visitor whose own home has an idle CPU to go to, unless
+//!    `evict_always` (`--evict-always`)
 //! 6. prev, if idle (away from home)
 //! 7. an idle CPU in the home's node(s) (seed 001)
 //! 8. an idle whole core, then any idle CPU, in the allowed set
@@ -14,7 +16,7 @@
 //! With the softness flag set, steps 1-7 are skipped. A task without a home
 //! uses the partition it last ran in as its home and never evicts.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -44,8 +46,10 @@ pub struct Wakeup<'a> {
     pub near: &'a BTreeSet<usize>,
     pub prev: usize,
     pub idle: &'a BTreeSet<usize>,
-    /// CPUs running a homed task away from its home.
-    pub visitors: &'a BTreeSet<usize>,
+    /// CPUs running a homed task away from its home, each with that
+    /// task's home (in the fast path, its home's partition).
+    pub visitors: &'a BTreeMap<usize, BTreeSet<usize>>,
+    pub evict_always: bool,
     pub allowed_first: bool,
 }
 
@@ -82,7 +86,11 @@ impl Wakeup<'_> {
                 return Some((c, Step::CpuHome));
             }
             if self.homed
-                && let Some(&c) = home.iter().find(|c| self.visitors.contains(c))
+                && let Some(&c) = home.iter().find(|c| {
+                    self.visitors
+                        .get(c)
+                        .is_some_and(|vhome| self.evict_always || self.idle_in(vhome).is_some())
+                })
             {
                 return Some((c, Step::Evict));
             }
@@ -120,8 +128,13 @@ mod tests {
         let allowed = set(0xff);
         let home = set(0x0f);
         let near = set(0x0f);
-        let none = BTreeSet::new();
-        let mk = |prev, idle: &'static str, visitors: &BTreeSet<usize>| -> Option<(usize, Step)> {
+        let none = BTreeMap::new();
+        // CPU 2 runs a visitor from node 1 (CPUs 4-7).
+        let visitor = BTreeMap::from([(2, set(0xf0))]);
+        let mk = |prev,
+                  idle: &'static str,
+                  visitors: &BTreeMap<usize, BTreeSet<usize>>|
+         -> Option<(usize, Step)> {
             let idle: BTreeSet<usize> = idle
                 .split(',')
                 .filter(|s| !s.is_empty())
@@ -137,6 +150,7 @@ mod tests {
                 prev,
                 idle: &idle,
                 visitors,
+                evict_always: false,
                 allowed_first: false,
             }
             .pick()
@@ -145,19 +159,26 @@ mod tests {
         assert_eq!(mk(0, "1,2,3", &none), Some((2, Step::CoreHome)));
         assert_eq!(mk(0, "1,3", &none), Some((1, Step::Sibling)));
         assert_eq!(mk(4, "3", &none), Some((3, Step::CpuHome)));
-        assert_eq!(mk(4, "4,6,7", &[2].into()), Some((2, Step::Evict)));
+        assert_eq!(mk(4, "4,6,7", &visitor), Some((2, Step::Evict)));
+        // No idle CPU in the visitor's home: no eviction, spill instead.
+        let visitor_home_full = BTreeMap::from([(2, set(0x30))]);
+        assert_eq!(mk(4, "6,7", &visitor_home_full), Some((6, Step::CoreAny)));
         assert_eq!(mk(4, "4,6,7", &none), Some((4, Step::PrevAway)));
         assert_eq!(mk(4, "6,7", &none), Some((6, Step::CoreAny)));
         assert_eq!(mk(4, "", &none), None);
     }
 
-    fn wakeup_strategy() -> impl Strategy<Value = (u8, u8, u8, u8, usize, bool, bool, bool)> {
+    #[allow(clippy::type_complexity)]
+    fn wakeup_strategy()
+    -> impl Strategy<Value = (u8, u8, u8, u8, u8, usize, bool, bool, bool, bool)> {
         (
             1u8..=255,
             any::<u8>(),
             any::<u8>(),
             any::<u8>(),
+            any::<u8>(),
             0usize..8,
+            any::<bool>(),
             any::<bool>(),
             any::<bool>(),
             any::<bool>(),
@@ -166,15 +187,18 @@ mod tests {
 
     proptest! {
         #[test]
-        fn invariants((a, h, i, v, prev, smt, homed, af) in wakeup_strategy()) {
+        fn invariants((a, h, i, v, vh, prev, smt, homed, af, always) in wakeup_strategy()) {
             let allowed = set(a);
             let prev = if allowed.contains(&prev) { prev } else { *allowed.iter().next().unwrap() };
             let home: BTreeSet<usize> = set(h).intersection(&allowed).copied().collect();
             let idle = set(i);
-            let visitors = set(v);
+            // Visitors from one other home, `vh`.
+            let visitors: BTreeMap<usize, BTreeSet<usize>> =
+                set(v).into_iter().map(|c| (c, set(vh))).collect();
             let near = home.clone();
             let w = Wakeup { sibling: &SIB, smt, allowed: &allowed, home: &home, homed, near: &near,
-                             prev, idle: &idle, visitors: &visitors, allowed_first: af };
+                             prev, idle: &idle, visitors: &visitors, evict_always: always,
+                             allowed_first: af };
             let pick = w.pick();
             // Never outside the allowed set: softpart never widens affinity.
             if let Some((c, _)) = pick {
@@ -191,9 +215,19 @@ mod tests {
             }
             // Evictions only for homed tasks, only of visitors at home, only
             // when home has no idle CPU.
+            // And, unless evicting always, only of a visitor whose own home
+            // has an idle CPU to go to.
             if let Some((c, Step::Evict)) = pick {
-                prop_assert!(homed && visitors.contains(&c) && home.contains(&c));
+                prop_assert!(homed && visitors.contains_key(&c) && home.contains(&c));
                 prop_assert!(!home.iter().any(|x| idle.contains(x)));
+                prop_assert!(always || visitors[&c].iter().any(|x| idle.contains(x)));
+            }
+            // A visitor whose home has room is always the one taken back
+            // over spilling (owners first), with or without the rule.
+            if !af && homed && !home.iter().any(|x| idle.contains(x))
+                && home.iter().any(|x| visitors.get(x).is_some_and(|vh| always || vh.iter().any(|y| idle.contains(y))))
+            {
+                prop_assert_eq!(pick.map(|(_, s)| s), Some(Step::Evict));
             }
             // Anything but an eviction lands on an idle CPU.
             if let Some((c, s)) = pick && s != Step::Evict {
