@@ -1344,7 +1344,8 @@ fn steals_deferred_for_owners(r: &Results) -> Result<String> {
 /// --evict-always, and the balanced groups keep most of shared mode's CPU
 /// time. Three 3-run boots: 51-58 evictions per s evicting always against
 /// 7-8 toward room (medians of 1,506-1,544 per scheduler run against
-/// 296-327), at
+/// 296-327, with the experiment's probes lengthening each run; CI's first
+/// run of this test: 439 against 46), at
 /// 0.90-0.93x shared mode's CPU time against 0.96-0.97x.
 fn evictions_toward_room(r: &Results) -> Result<String> {
     const SCN: &str = "evict-toward-room";
@@ -1362,7 +1363,7 @@ fn evictions_toward_room(r: &Results) -> Result<String> {
     let seen = format!(
         "{toward} evictions, {cpu:.2} CPU-s per s; evicting always: {always}, {always_cpu:.2}; shared mode {shared:.2}"
     );
-    if always < 200 {
+    if always < 100 {
         bail!("--evict-always hardly evicted, so the machine was not full: {seen}");
     }
     if toward * 2 > always {
