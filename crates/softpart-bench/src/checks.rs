@@ -1369,7 +1369,7 @@ fn evictions_toward_room(r: &Results) -> Result<String> {
     if toward * 2 > always {
         bail!("evictions were not kept to visitors with room at home: {seen}");
     }
-    // 0.96-0.97x in three boots (each run 0.95x or more); the old rule's
+    // 0.96-0.97x in three boots (the lowest run 0.948x); the old rule's
     // 0.90-0.93x would pass too, so this catches only a collapse.
     if cpu < shared * 0.90 {
         bail!("the balanced groups lost CPU time to partitioning: {seen}");
