@@ -570,8 +570,9 @@ static s32 scan_bounded(const struct cpumask *home)
 /*
  * A home CPU running a visitor, claimed (so that two owners do not pick the
  * same one), or -1. Only a visitor whose own home partition has an idle
- * CPU is taken (evict_to_room): evicted, it goes home at once. With none
- * there it would only queue at home, and the owner gets this CPU anyway at
+ * CPU is taken (evict_to_room): evicted, it goes to that CPU (enqueue(),
+ * when nothing is queued at home) or queues there with it to serve the
+ * queue. With none there it would only queue at home, and the owner gets this CPU anyway at
  * the visitor's slice end (dispatch() serves its own queue first); at a
  * full machine those swaps cost CPU time. Four cgroups of two hackbench
  * groups on 4n2c2t (the balancer, every partition over-full) got 0.96 /
