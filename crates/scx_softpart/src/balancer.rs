@@ -24,6 +24,7 @@
 //! up (3 moves over 4 periods where one would do).
 
 use softpart_core::balance::{self, Group, Part};
+use softpart_core::overfull;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -128,6 +129,11 @@ pub struct Balancer {
     pub background: Vec<f64>,
     /// Smoothed total load per partition.
     pub part_load: Vec<f64>,
+    /// Partitions the balanced groups over-fill (`softpart_core::overfull`):
+    /// their groups' queued tasks may be stolen at once.
+    pub overfull: Vec<bool>,
+    /// Each partition's predicted load over its capacity, as the groups live.
+    pub relative_demand: Vec<f64>,
     last_busy: Vec<u64>,
     last_at: Option<Instant>,
     pub hysteresis: f64,
@@ -146,6 +152,7 @@ impl Balancer {
         Balancer {
             background: vec![0.0; nparts],
             part_load: vec![0.0; nparts],
+            overfull: vec![false; nparts],
             last_busy: vec![0; nparts],
             hysteresis,
             ..Default::default()
@@ -241,6 +248,9 @@ impl Balancer {
                 home: self.groups[id].part,
             })
             .collect();
+        self.overfull.resize(n, false);
+        self.overfull = overfull::overfull_parts(&parts, &groups, &self.overfull);
+        self.relative_demand = overfull::relative_demand(&parts, &groups);
         let d = balance::step(&parts, &groups, self.hysteresis);
         // Back to cgroup ids; a group moves no more often than its period.
         Actions {

@@ -210,6 +210,16 @@ pub(crate) struct Opts {
     #[arg(long)]
     pub(crate) evict_always: bool,
 
+    /// A balanced group's waiting tasks keep the steal wait in a partition
+    /// whose balanced groups' demand is more than its CPUs. By default
+    /// such a partition's queued tasks may be taken by idle CPUs elsewhere
+    /// at once: its own CPUs do not get through the queue within the wait,
+    /// and exclusivity is promised only while the load fits
+    /// (docs/design.md, "Over-full partitions"). Homes set with prefer or
+    /// the config keep the wait either way.
+    #[arg(long)]
+    pub(crate) steal_wait_overfull: bool,
+
     /// Softness (seed 000): "home-first" (default: wake at home whenever it
     /// has an idle CPU, spill only when it has none), or the seed's
     /// ALLOWED:PREFERRED ratio, e.g. 100:1 or 5:4: search the whole allowed

@@ -164,6 +164,9 @@ struct Scheduler<'a> {
     restarts: u32,
     explicit_parts: Option<Vec<BTreeSet<usize>>>,
     attached: Arc<AtomicBool>,
+    /// Whether over-full partitions' balanced groups lose the steal wait
+    /// (off: --steal-wait-overfull).
+    overfull_steal: bool,
 }
 
 /// How often utilisation and the softness flags are refreshed.
@@ -360,8 +363,13 @@ impl<'a> Scheduler<'a> {
                 }
                 0 => "; steals at once".to_string(),
                 us => format!(
-                    "; steals deferred up to {us} us on CPUs their owners used within {} us",
-                    owner_window_us(opts)
+                    "; steals deferred up to {us} us on CPUs their owners used within {} us{}",
+                    owner_window_us(opts),
+                    if opts.steal_wait_overfull {
+                        ", over-full partitions too (--steal-wait-overfull)"
+                    } else {
+                        ", not for balanced groups in over-full partitions"
+                    }
                 ),
             },
             if opts.evict_always {
@@ -406,6 +414,7 @@ impl<'a> Scheduler<'a> {
             restarts,
             explicit_parts,
             attached,
+            overfull_steal: !opts.steal_wait_overfull,
         };
         sched.restore(task_homes, cgroup_homes);
         sched.attached.store(true, Ordering::Relaxed);
@@ -484,6 +493,20 @@ impl<'a> Scheduler<'a> {
                 *slot = flag as u32;
             }
         }
+        // Every home's flag, so that an id given to another home since
+        // does not keep a balanced group's.
+        let mut steal_now = vec![0u32; bss.steal_now.len()];
+        if self.overfull_steal {
+            for g in self.balancer.groups.values() {
+                let over = g.part.and_then(|p| self.balancer.overfull.get(p).copied());
+                if let (Some(true), Some(id)) = (over, self.homes.find(&g.label))
+                    && let Some(slot) = steal_now.get_mut(id as usize)
+                {
+                    *slot = 1;
+                }
+            }
+        }
+        bss.steal_now.copy_from_slice(&steal_now);
     }
 
     /// One balancing period: read the loads, place new groups, move at most
@@ -519,7 +542,24 @@ impl<'a> Scheduler<'a> {
             .collect();
         let capacity: Vec<usize> = self.parts.iter().map(BTreeSet::len).collect();
         let now = std::time::Instant::now();
+        let was_overfull = self.balancer.overfull.clone();
         let actions = self.balancer.period(now, &readings, &busy, &capacity);
+        if self.overfull_steal {
+            for (p, (&was, &is)) in was_overfull.iter().zip(&self.balancer.overfull).enumerate() {
+                if was != is {
+                    info!(
+                        "balancer: PART-{p} {} (demand {:.2}x its {} CPUs)",
+                        if is {
+                            "over-full: its groups' waiting tasks may be stolen at once"
+                        } else {
+                            "has room again: its groups' waiting tasks keep the steal wait"
+                        },
+                        self.balancer.relative_demand.get(p).copied().unwrap_or(0.0),
+                        capacity[p]
+                    );
+                }
+            }
+        }
         let moves = actions
             .placed
             .iter()

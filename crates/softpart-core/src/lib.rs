@@ -6,6 +6,7 @@ pub mod control;
 pub mod cpulist;
 pub mod events;
 pub mod hist;
+pub mod overfull;
 pub mod partition;
 pub mod placement;
 pub mod softness;

@@ -131,6 +131,8 @@ const volatile u32 part_order[SP_MAX_PARTS * SP_MAX_PARTS];
 /* Written by the control plane at run time. */
 u64 homes_gen = 1;			/* bumped on every change of homes */
 u32 allowed_first[SP_MAX_HOMES];	/* softness: search allowed set first */
+/* A balanced home whose partition is over-full: no steal wait (head_stealable()). */
+u32 steal_now[SP_MAX_HOMES];
 
 /* Read by the control plane. */
 u64 stats[SP_NR_STATS];
@@ -325,6 +327,14 @@ static __always_inline bool softness_says_allowed_first(u32 hid)
 		return false;
 	barrier_var(hid);
 	return allowed_first[hid];
+}
+
+static __always_inline bool home_steals_now(u32 hid)
+{
+	if (hid >= SP_MAX_HOMES)
+		return false;
+	barrier_var(hid);
+	return steal_now[hid];
 }
 
 /* A home id's stats slot: its own, or the no-home one. */
@@ -1366,7 +1376,10 @@ static bool head_held_elsewhere(u32 part, s32 cpu)
  * not be taken yet lowers *@ready_at (0: none yet) to when it may; the
  * caller arms its CPU's timer for then, so the wait is bounded: "if there
  * is idle, we use it" holds within steal_defer_ns. An empty queue has
- * nothing to take.
+ * nothing to take. A balanced group's head in a partition its groups
+ * over-fill is taken at once (steal_now[], set by the control plane from
+ * softpart_core::overfull): that partition's CPUs do not get through its
+ * queue within the wait.
  */
 static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 {
@@ -1378,7 +1391,8 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 	bpf_for_each(scx_dsq, head, SP_PART_DSQ_BASE + part, 0) {
 		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
 		at = tctx ? tctx->stopped_at : 0;
-		if (!defer || !at || !time_before(now, at + steal_defer_ns))
+		if (!defer || !at || !time_before(now, at + steal_defer_ns) ||
+		    (tctx && home_steals_now(tctx->home_id)))
 			ok = true;
 		else if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
 			*ready_at = at + steal_defer_ns;
