@@ -23,6 +23,9 @@ impl Scheduler<'_> {
                     id: i,
                     cpus: cpulist::format(cpus),
                     load: self.balancer.part_load.get(i).copied().unwrap_or(0.0),
+                    demand: self.balancer.relative_demand.get(i).copied().unwrap_or(0.0),
+                    overfull: self.overfull_steal
+                        && self.balancer.overfull.get(i).copied().unwrap_or(false),
                 })
                 .collect(),
             groups: self

@@ -1387,8 +1387,9 @@ fn evictions_toward_room(r: &Results) -> Result<String> {
 
 /// At a full machine (overfull-steal.toml) the balancer marks the
 /// partitions over-full, and their groups' queued tasks are taken without
-/// the steal wait: fewer deferrals than with --steal-wait-overfull, and
-/// the balanced groups get about shared mode's CPU time.
+/// the steal wait: once they are marked, a fraction of the deferrals of
+/// --steal-wait-overfull, and the balanced groups get about shared mode's
+/// CPU time.
 fn overfull_partitions_steal_at_once(r: &Results) -> Result<String> {
     const SCN: &str = "overfull-steal";
     const BALANCED: &str = "softpart:--balance /bench/*";
@@ -1408,14 +1409,17 @@ fn overfull_partitions_steal_at_once(r: &Results) -> Result<String> {
         Ok(parts.len())
     };
     let (over, over_wait) = (marked(BALANCED)?, marked(WAIT)?);
-    let (_, deferred, _) = steal_counters(r, SCN, BALANCED)?;
-    let (_, wait_deferred, _) = steal_counters(r, SCN, WAIT)?;
+    let deferred_per_s = |policy: &str| -> Result<f64> {
+        let figs = crate::table::probe_figures(r.run_of(SCN, policy)?);
+        Ok(figs.get("steals_deferred_per_s").copied().unwrap_or(0.0))
+    };
+    let (deferred, wait_deferred) = (deferred_per_s(BALANCED)?, deferred_per_s(WAIT)?);
     let cpu = granted(r.run_of(SCN, BALANCED)?);
     let wait_cpu = granted(r.run_of(SCN, WAIT)?);
     let shared = granted(r.run_of(SCN, "softpart-nohome")?);
     let seen = format!(
-        "{over} partitions marked over-full, {deferred} steals deferred, {cpu:.2} CPU-s per s; \
-         keeping the wait: {over_wait} marked, {wait_deferred} deferred, {wait_cpu:.2}; shared mode {shared:.2}"
+        "{over} partitions marked over-full, {deferred:.1} steals deferred per s, {cpu:.2} CPU-s per s; \
+         keeping the wait: {over_wait} marked, {wait_deferred:.1} deferred per s, {wait_cpu:.2}; shared mode {shared:.2}"
     );
     if over < 3 {
         bail!("the balancer did not mark the full machine's partitions over-full: {seen}");
@@ -1423,14 +1427,16 @@ fn overfull_partitions_steal_at_once(r: &Results) -> Result<String> {
     if over_wait > 0 {
         bail!("--steal-wait-overfull still marked partitions over-full: {seen}");
     }
-    if wait_deferred < 100 {
+    // After the window: 23-40 per s keeping the wait, 0-0.6 without, in
+    // two experiment boots.
+    if wait_deferred < 5.0 {
         bail!("keeping the wait hardly deferred a steal, nothing tested: {seen}");
     }
-    if deferred * 2 > wait_deferred {
+    if deferred * 4.0 > wait_deferred {
         bail!("over-full partitions' queued tasks still waited: {seen}");
     }
-    // 0.99-1.00x in two boots against 0.97x keeping the wait; only a
-    // collapse fails here.
+    // 0.99-1.00x in three boots against 0.97-0.98x keeping the wait; only
+    // a collapse fails here.
     if cpu < shared * 0.92 {
         bail!("the balanced groups lost CPU time to partitioning: {seen}");
     }

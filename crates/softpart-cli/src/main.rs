@@ -53,7 +53,9 @@ enum Cmd {
     },
     /// Print the group balancer's table: per balanced group, one line per
     /// partition "PART-N CPUS GROUP-LOAD PARTITION-LOAD", a star on the
-    /// group's home (seed 004's gb_stat); loads in CPUs' worth.
+    /// group's home (seed 004's gb_stat); loads in CPUs' worth. Then the
+    /// partitions whose groups' demand over-fills them (their waiting
+    /// tasks are stolen by idle CPUs elsewhere without the steal wait).
     Stat {
         /// JSON instead of the table.
         #[arg(long)]
@@ -209,6 +211,19 @@ fn stat_table(v: &StatView) -> String {
                 if g.part == Some(p.id) { " *" } else { "" }
             );
         }
+    }
+    let over: Vec<String> = v
+        .parts
+        .iter()
+        .filter(|p| p.overfull)
+        .map(|p| format!("PART-{} ({:.2}x)", p.id, p.demand))
+        .collect();
+    if !over.is_empty() {
+        let _ = writeln!(
+            out,
+            "over-full (their groups' waiting tasks stolen without the wait): {}",
+            over.join(", ")
+        );
     }
     let h = &v.held;
     let _ = writeln!(

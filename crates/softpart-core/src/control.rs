@@ -85,6 +85,13 @@ pub struct PartView {
     pub cpus: String,
     /// All load on the partition.
     pub load: f64,
+    /// Its predicted load (placed groups' demand plus background) over
+    /// its CPUs, and whether that makes it over-full
+    /// (`softpart_core::overfull`).
+    #[serde(default)]
+    pub demand: f64,
+    #[serde(default)]
+    pub overfull: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
