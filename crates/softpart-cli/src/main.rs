@@ -299,6 +299,43 @@ mod tests {
     }
 
     #[test]
+    fn stat_table_names_over_full_partitions_only() {
+        use softpart_core::control::{GroupView, PartView};
+        let part = |id: usize, demand: f64, overfull: bool| PartView {
+            id,
+            cpus: format!("{}-{}", id * 4, id * 4 + 3),
+            load: 4.0,
+            demand,
+            overfull,
+        };
+        let v = StatView {
+            period_ms: 1000,
+            parts: vec![part(0, 1.44, true), part(1, 0.72, false)],
+            groups: vec![GroupView {
+                label: "/bench/g0".into(),
+                part: Some(0),
+                load: 5.8,
+                part_load: vec![4.1, 1.7],
+                exclusivity: Some(0.71),
+                moves: 0,
+                last_move_s_ago: None,
+                away_s: 0.0,
+                away_with_room_s: 0.0,
+            }],
+            held: Default::default(),
+        };
+        let t = stat_table(&v);
+        assert!(t.contains("PART-0 0-3 4.10 4.00 *"), "{t}");
+        assert!(t.contains("PART-1 4-7 1.70 4.00\n"), "{t}");
+        let over: Vec<&str> = t.lines().filter(|l| l.starts_with("over-full")).collect();
+        assert_eq!(over.len(), 1, "{t}");
+        assert!(over[0].ends_with(": PART-0 (1.44x)"), "{t}");
+        let mut none = v.clone();
+        none.parts[0].overfull = false;
+        assert!(!stat_table(&none).contains("over-full"));
+    }
+
+    #[test]
     fn help_shows_each_example_on_its_own_line() {
         for help in [
             Cli::command().render_help().to_string(),
