@@ -248,7 +248,6 @@ impl Balancer {
                 home: self.groups[id].part,
             })
             .collect();
-        self.overfull.resize(n, false);
         self.overfull = overfull::overfull_parts(&parts, &groups, &self.overfull);
         self.relative_demand = overfull::relative_demand(&parts, &groups);
         let d = balance::step(&parts, &groups, self.hysteresis);

@@ -211,7 +211,9 @@ pub(crate) struct Opts {
     pub(crate) evict_always: bool,
 
     /// A balanced group's waiting tasks keep the steal wait in a partition
-    /// whose balanced groups' demand is more than its CPUs. By default
+    /// whose balanced groups' demand (CPU time plus waiting, with the
+    /// partition's other load) is over 1.15x its CPUs, until it falls
+    /// under 1.0x: an over-full partition. By default
     /// such a partition's queued tasks may be taken by idle CPUs elsewhere
     /// at once: its own CPUs do not get through the queue within the wait,
     /// and exclusivity is promised only while the load fits
