@@ -248,8 +248,8 @@ impl Balancer {
                 home: self.groups[id].part,
             })
             .collect();
-        self.overfull = overfull::overfull_parts(&parts, &groups, &self.overfull);
         self.relative_demand = overfull::relative_demand(&parts, &groups);
+        self.overfull = overfull::overfull_flags(&self.relative_demand, &self.overfull);
         let d = balance::step(&parts, &groups, self.hysteresis);
         // Back to cgroup ids; a group moves no more often than its period.
         Actions {

@@ -52,14 +52,18 @@ pub fn relative_demand(parts: &[Part], groups: &[Group]) -> Vec<f64> {
     relative_loads(parts, &placed, &assign)
 }
 
-/// Every partition's over-full flag, from its relative demand and the
-/// flags of the period before.
-pub fn overfull_parts(parts: &[Part], groups: &[Group], was: &[bool]) -> Vec<bool> {
-    relative_demand(parts, groups)
-        .into_iter()
+/// Every partition's over-full flag, from its relative demand (as
+/// `relative_demand` gives it) and the flags of the period before.
+pub fn overfull_flags(rel: &[f64], was: &[bool]) -> Vec<bool> {
+    rel.iter()
         .enumerate()
-        .map(|(p, rel)| overfull(rel, was.get(p).copied().unwrap_or(false)))
+        .map(|(p, &r)| overfull(r, was.get(p).copied().unwrap_or(false)))
         .collect()
+}
+
+/// Every partition's over-full flag, from the groups as they live now.
+pub fn overfull_parts(parts: &[Part], groups: &[Group], was: &[bool]) -> Vec<bool> {
+    overfull_flags(&relative_demand(parts, groups), was)
 }
 
 #[cfg(test)]
