@@ -61,11 +61,6 @@ pub fn overfull_flags(rel: &[f64], was: &[bool]) -> Vec<bool> {
         .collect()
 }
 
-/// Every partition's over-full flag, from the groups as they live now.
-pub fn overfull_parts(parts: &[Part], groups: &[Group], was: &[bool]) -> Vec<bool> {
-    overfull_flags(&relative_demand(parts, groups), was)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +75,11 @@ mod tests {
 
     fn group(load: f64, home: Option<usize>) -> Group {
         Group { load, home }
+    }
+
+    /// The flags as the balancer takes them: from the groups as they live.
+    fn overfull_parts(parts: &[Part], groups: &[Group], was: &[bool]) -> Vec<bool> {
+        overfull_flags(&relative_demand(parts, groups), was)
     }
 
     #[test]
