@@ -146,6 +146,17 @@ pub(crate) struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub(crate) hold_put_back_us: Option<u64>,
 
+    /// Send a task running away from home (a visitor) that its CPU
+    /// switches out for a passing task (a per-CPU kthread, or a task with
+    /// no home at the head of that CPU's partition queue) straight to its
+    /// home's queue, where the next home CPU to reach a slice end takes
+    /// it. By default it waits behind per-CPU kthreads on its CPU, and is
+    /// held in its home's queue for its CPU while another passes, as a
+    /// partition's own tasks are. For comparison only (docs/experiments.md,
+    /// "Visitors held for their CPU").
+    #[arg(long)]
+    pub(crate) no_hold_visitors: bool,
+
     /// End the slice of a task away from home at every sched_yield(), so
     /// that each yield goes through dispatch(). By default such a task
     /// keeps its slice at a yield with nobody waiting for its CPU, as a

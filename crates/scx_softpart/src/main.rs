@@ -307,6 +307,7 @@ impl<'a> Scheduler<'a> {
         rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.evict_to_room = !opts.evict_always;
+        rodata.hold_visitors = !opts.no_hold_visitors;
         rodata.queued_spill = match opts.queued_spill {
             _ if opts.no_steal => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
             QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,

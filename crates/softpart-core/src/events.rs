@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 45] = [
+pub const EVENT_NAMES: [&str; 46] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -40,6 +40,7 @@ pub const EVENT_NAMES: [&str; 45] = [
     "put_back_same_ns",
     "put_back_moved_ns",
     "ran_homeless_queued",
+    "put_back_held_away",
     "xnode_wake_home",
     "xnode_wake_away",
     "xnode_evict",

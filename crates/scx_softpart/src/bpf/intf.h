@@ -107,6 +107,7 @@ enum sp_stat {
 	SP_STAT_PUT_BACK_SAME_NS,	/* of put_back_same: ns from put-back to run, summed */
 	SP_STAT_PUT_BACK_MOVED_NS,	/* of put_back_moved: the same */
 	SP_STAT_RAN_HOMELESS_QUEUED,	/* a task with no home ran after waiting in a partition queue */
+	SP_STAT_PUT_BACK_HELD_AWAY,	/* of put_back_held: a visitor, held in its home's queue for the CPU it visits */
 	/*
 	 * A homed task ran on another node than last time, by the decision
 	 * that put it there (enum sp_via, in that order).

@@ -102,6 +102,8 @@ const volatile u32 queued_spill = SP_QSPILL_SYNC;
 const volatile u64 wakeup_preempt_ns;
 /* Evict only a visitor whose own home has an idle CPU (off: --evict-always). */
 const volatile bool evict_to_room = true;
+/* A visitor switched out for a passing task waits for its CPU (off: --no-hold-visitors). */
+const volatile bool hold_visitors = true;
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;
 /*
@@ -245,6 +247,8 @@ struct task_ctx {
 	u32 part_queued;
 	/* what put it where it runs next (enum sp_via), for SP_STAT_XNODE_* */
 	u32 via;
+	/* a visitor its CPU switches out for a task with no home: hold it there */
+	u32 hold_away;
 };
 
 struct {
@@ -615,6 +619,32 @@ static s32 claim_visitor_cpu(const struct cpumask *home)
 			return c;
 	}
 	return -1;
+}
+
+/*
+ * Does a CPU of @home run another partition's task? Then @home's queue is
+ * a visitor's way back: a home CPU reaching a slice end takes it, so its
+ * own visitor goes to its home's queue in turn, and two groups each
+ * running in the other's partition swap back. Holding a visitor of such a
+ * home where it is (hold_visitor_for_passing(), waiting behind kthreads)
+ * kept swapped sysbench-memory groups apart: 83.7% exclusivity for the
+ * least exclusive of four groups of 4 threads on 4-CPU partitions,
+ * against 99.2% without (docs/experiments.md, "Visitors held for their CPU").
+ */
+static bool home_hosts_visitor(const struct cpumask *home)
+{
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		u32 c = cpu;
+
+		if (c >= SP_MAX_CPUS)
+			break;
+		barrier_var(c);
+		if (cpu_visitor[c] && bpf_cpumask_test_cpu(c, home))
+			return true;
+	}
+	return false;
 }
 
 static __always_inline void set_visitor(s32 cpu, u32 val)
@@ -1119,6 +1149,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 task_cpu = scx_bpf_task_cpu(p), cpu = -1;
 	const struct cpumask *home = NULL;
 	u32 part = part_of_cpu(task_cpu);
+	bool hold_away = false;
 
 	/*
 	 * A task that may run only on a CPU this attachment left out of every
@@ -1158,6 +1189,8 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	if (tctx) {
+		hold_away = tctx->hold_away;
+		tctx->hold_away = 0;
 		refresh_home(p, tctx);
 		if (homed(tctx)) {
 			home = cast_mask(tctx->home);
@@ -1209,10 +1242,17 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/* Put back behind per-CPU kthreads only: wait for them here. */
+	/*
+	 * Put back behind per-CPU kthreads only: wait for them here. A visitor
+	 * too (unless --no-hold-visitors), as long as its home runs only its
+	 * own: queued there, it would start a chain of swaps
+	 * (hold_visitor_for_passing()).
+	 */
 	if (wait_behind_kthreads && !(enq_flags & SCX_ENQ_WAKEUP) &&
-	    part == part_of_cpu(task_cpu) && bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr) &&
-	    kthreads_only_ahead(task_cpu, part)) {
+	    (part == part_of_cpu(task_cpu) || hold_visitors) &&
+	    bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr) &&
+	    kthreads_only_ahead(task_cpu, part_of_cpu(task_cpu)) &&
+	    (part == part_of_cpu(task_cpu) || !home || !home_hosts_visitor(home))) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 		stat_inc(SP_STAT_KTHREAD_WAIT);
 		return;
@@ -1241,10 +1281,13 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 
 	/* Held put-backs (off: --no-hold-put-back); see head_held_elsewhere(). */
 	if (hold_put_back_ns && tctx) {
-		if (!(enq_flags & SCX_ENQ_WAKEUP) && part == part_of_cpu(task_cpu)) {
+		if (!(enq_flags & SCX_ENQ_WAKEUP) &&
+		    (part == part_of_cpu(task_cpu) || hold_away)) {
 			tctx->put_back_cpu = task_cpu;
 			tctx->put_back_at = now_ns();
 			stat_inc(SP_STAT_PUT_BACK_HELD);
+			if (part != part_of_cpu(task_cpu))
+				stat_inc(SP_STAT_PUT_BACK_HELD_AWAY);
 		} else {
 			tctx->put_back_at = 0;
 		}
@@ -1300,6 +1343,18 @@ static bool should_go_home(struct task_struct *p, s32 cpu)
 	return room_lasted(tctx, now);
 }
 
+/* Is a queued task held (see head_held_elsewhere()) for a CPU, or one other than @cpu? */
+static __always_inline bool held_now(const struct task_ctx *tctx)
+{
+	return tctx && tctx->put_back_at &&
+	       time_before(now_ns(), tctx->put_back_at + hold_put_back_ns);
+}
+
+static __always_inline bool held_for_other(const struct task_ctx *tctx, s32 cpu)
+{
+	return held_now(tctx) && tctx->put_back_cpu != cpu;
+}
+
 /*
  * @prev runs here away from its home while a task queued at its home has
  * waited longer on the vtime clock than @prev has run: the spill CPU
@@ -1330,8 +1385,12 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 	if (!scx_bpf_dsq_nr_queued(dsq))
 		return false;
 	bpf_for_each(scx_dsq, head, dsq, 0) {
-		/* By more than a slice: rotating costs two migrations. */
-		owed = time_before(head->scx.dsq_vtime + slice_ns, prev->scx.dsq_vtime);
+		/*
+		 * By more than a slice: rotating costs two migrations. Not a
+		 * head held for another CPU: that CPU takes it back.
+		 */
+		owed = time_before(head->scx.dsq_vtime + slice_ns, prev->scx.dsq_vtime) &&
+		       !held_for_other(bpf_task_storage_get(&task_ctxs, head, 0, 0), cpu);
 		break;
 	}
 	return owed;
@@ -1349,17 +1408,10 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 static bool head_held_elsewhere(u32 part, s32 cpu)
 {
 	struct task_struct *head;
-	struct task_ctx *tctx;
 	bool held = false;
-	u64 dsq = SP_PART_DSQ_BASE + part, at;
 
-	bpf_for_each(scx_dsq, head, dsq, 0) {
-		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
-		if (tctx) {
-			at = tctx->put_back_at;
-			held = at && tctx->put_back_cpu != cpu &&
-			       time_before(now_ns(), at + hold_put_back_ns);
-		}
+	bpf_for_each(scx_dsq, head, SP_PART_DSQ_BASE + part, 0) {
+		held = held_for_other(bpf_task_storage_get(&task_ctxs, head, 0, 0), cpu);
 		break;
 	}
 	return held;
@@ -1379,9 +1431,10 @@ static bool head_held_elsewhere(u32 part, s32 cpu)
  * nothing to take. A balanced group's head in a partition its groups
  * over-fill is taken at once (steal_now[], set by the control plane from
  * softpart_core::overfull): that partition's CPUs do not get through its
- * queue within the wait.
+ * queue within the wait. So is a head held for @cpu (a visitor it switched
+ * out for a passing task: hold_visitor_for_passing()).
  */
-static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
+static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
 {
 	struct task_struct *head;
 	struct task_ctx *tctx;
@@ -1392,13 +1445,51 @@ static bool head_stealable(u32 part, u64 now, bool defer, u64 *ready_at)
 		tctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
 		at = tctx ? tctx->stopped_at : 0;
 		if (!defer || !at || !time_before(now, at + steal_defer_ns) ||
-		    (tctx && home_steals_now(tctx->home_id)))
+		    (tctx && home_steals_now(tctx->home_id)) ||
+		    (held_now(tctx) && tctx->put_back_cpu == cpu))
 			ok = true;
 		else if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
 			*ready_at = at + steal_defer_ns;
 		break;
 	}
 	return ok;
+}
+
+/*
+ * @prev, a visitor on @cpu, is about to be switched out at its slice end
+ * for the head of @cpu's partition queue. A head with no home (a daemon,
+ * an unbound kthread, the scheduler's own thread) passes through: @prev
+ * is held in its home's queue for @cpu, which takes it back when that
+ * task is done, as it would its own partition's task. Unheld, the next
+ * home CPU to reach a slice end took it and put its own task in the queue
+ * in its place, and so on: in one sysbench-memory instance of 8 threads
+ * homed on 4 of the 8 CPUs, one thread at a time went round the CPUs and
+ * nodes, and the other node's CPUs went idle while it was between them
+ * (docs/experiments.md, "Visitors held for their CPU"). Not while its
+ * home runs a visitor (home_hosts_visitor()). Returns @prev's context if
+ * it was marked, for dispatch() to unmark if nothing moved.
+ */
+static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev, s32 cpu, u32 own)
+{
+	struct task_ctx *tctx = lookup_tctx(prev), *hctx;
+	const struct cpumask *home;
+	struct task_struct *head;
+	bool passing = false;
+
+	if (!tctx || !homed(tctx))
+		return NULL;
+	home = cast_mask(tctx->home);
+	if (!home || bpf_cpumask_test_cpu(cpu, home))
+		return NULL;
+	bpf_for_each(scx_dsq, head, SP_PART_DSQ_BASE + own, 0) {
+		hctx = bpf_task_storage_get(&task_ctxs, head, 0, 0);
+		passing = hctx && !homed(hctx);
+		break;
+	}
+	if (!passing || home_hosts_visitor(home))
+		return NULL;
+	tctx->hold_away = 1;
+	return tctx;
 }
 
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
@@ -1411,9 +1502,17 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (hold_put_back_ns && busy && head_held_elsewhere(own, cpu)) {
 		stat_inc(SP_STAT_HELD_SKIP);
-	} else if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
-		stat_inc(SP_STAT_DISPATCH_OWN);
-		return;
+	} else {
+		struct task_ctx *held = NULL;
+
+		if (hold_put_back_ns && hold_visitors && busy)
+			held = hold_visitor_for_passing(prev, cpu, own);
+		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
+			stat_inc(SP_STAT_DISPATCH_OWN);
+			return;
+		}
+		if (held)
+			held->hold_away = 0;
 	}
 	/*
 	 * Still busy with prev: not idle, so nothing to take from others.
@@ -1451,7 +1550,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
 			break;
 		part = part_order[idx];
-		if (!head_stealable(part, now, defer, &ready_at))
+		if (!head_stealable(part, cpu, now, defer, &ready_at))
 			continue;
 		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + part, 0)) {
 			struct sp_part_stats *ps = part_stats_of(own);
@@ -1549,7 +1648,7 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 	defer = owners_recent(cpu, now);
 	ready_at = 0;
 	bpf_for(part, 0, nr_parts) {
-		if (part != own && (!steal || !head_stealable(part, now, defer, &ready_at)))
+		if (part != own && (!steal || !head_stealable(part, cpu, now, defer, &ready_at)))
 			continue;
 		if (scx_bpf_dsq_nr_queued(SP_PART_DSQ_BASE + part)) {
 			scx_bpf_kick_cpu(cpu, 0);
