@@ -622,6 +622,28 @@ static s32 claim_visitor_cpu(const struct cpumask *home)
 }
 
 /*
+ * Is a CPU of @cpus marked in cpu_visitor[] (@visitors) or in
+ * cpu_claimed_at[]? One loop for both, bounded by the machine's CPUs.
+ */
+static bool any_cpu_marked(const struct cpumask *cpus, bool visitors)
+{
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		u32 c = cpu;
+		bool marked;
+
+		if (c >= SP_MAX_CPUS)
+			break;
+		barrier_var(c);
+		marked = visitors ? cpu_visitor[c] != 0 : cpu_claimed_at[c] != 0;
+		if (marked && bpf_cpumask_test_cpu(c, cpus))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Does a CPU of @home run another partition's task? Then @home's queue is
  * a visitor's way back: a home CPU reaching a slice end takes it, so its
  * own visitor goes to its home's queue in turn, and two groups each
@@ -633,18 +655,7 @@ static s32 claim_visitor_cpu(const struct cpumask *home)
  */
 static bool home_hosts_visitor(const struct cpumask *home)
 {
-	u32 cpu;
-
-	bpf_for(cpu, 0, nr_cpus) {
-		u32 c = cpu;
-
-		if (c >= SP_MAX_CPUS)
-			break;
-		barrier_var(c);
-		if (cpu_visitor[c] && bpf_cpumask_test_cpu(c, home))
-			return true;
-	}
-	return false;
+	return any_cpu_marked(home, true);
 }
 
 static __always_inline void set_visitor(s32 cpu, u32 val)
@@ -674,18 +685,7 @@ static __noinline void set_claimed(s32 cpu, u64 at)
 /* Has a CPU of @cpus been handed a task that it does not run yet? */
 static bool claim_pending(const struct cpumask *cpus)
 {
-	u32 cpu;
-
-	bpf_for(cpu, 0, nr_cpus) {
-		u32 c = cpu;
-
-		if (c >= SP_MAX_CPUS)
-			break;
-		barrier_var(c);
-		if (cpu_claimed_at[c] && bpf_cpumask_test_cpu(c, cpus))
-			return true;
-	}
-	return false;
+	return any_cpu_marked(cpus, false);
 }
 
 /*
