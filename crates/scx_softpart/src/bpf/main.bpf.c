@@ -1343,7 +1343,7 @@ static bool should_go_home(struct task_struct *p, s32 cpu)
 	return room_lasted(tctx, now);
 }
 
-/* Is a queued task held (see head_held_elsewhere()) for a CPU, or one other than @cpu? */
+/* Is a queued task held for a CPU (see head_held_elsewhere())? held_for_other(): one other than @cpu. */
 static __always_inline bool held_now(const struct task_ctx *tctx)
 {
 	return tctx && tctx->put_back_at &&
