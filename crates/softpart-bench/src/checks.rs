@@ -68,6 +68,7 @@ const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../guest-tests/steal-one-instance.toml"),
     ),
     ("swap-back", include_str!("../guest-tests/swap-back.toml")),
+    ("reaction", include_str!("../guest-tests/reaction.toml")),
     (
         "evict-toward-room",
         include_str!("../guest-tests/evict-toward-room.toml"),
@@ -245,6 +246,10 @@ const TESTS: &[(&str, Check)] = &[
     (
         "swapped_instances_swap_back_home",
         swapped_instances_swap_back,
+    ),
+    (
+        "a_full_home_spills_at_the_first_wakeup_and_returns_within_100ms",
+        reaction_spills_at_once_and_returns,
     ),
     (
         "a_cgroup_made_again_keeps_its_home",
@@ -1746,6 +1751,70 @@ fn swapped_instances_swap_back(r: &Results) -> Result<String> {
     ))
 }
 
+/// Issue 3's reaction targets (reaction.toml, 3 runs of 5 cycles): a
+/// thread started into a full home runs first on the idle node ("spill
+/// within one wakeup"), and once load drops every remaining thread is home
+/// again within 100 ms. In the experiments' boots the default spilled at
+/// the first wakeup in every cycle of every run, never failed to return
+/// within a phase (600 ms), and returned in 12-42 ms (a run's median),
+/// 60.5 ms at worst; so only a broken path fails here. Under EEVDF, which
+/// keeps no home, the same workload reports all 5 cycles not at home
+/// before the spill and 3-5 never returning (docs/experiments.md,
+/// "reaction").
+fn reaction_spills_at_once_and_returns(r: &Results) -> Result<String> {
+    const SCN: &str = "reaction";
+    const FIRST_WAKEUP_PCT_MIN: f64 = 80.0;
+    const RETURN_MS_MAX: f64 = 100.0;
+    let mut rows = Vec::new();
+    for run in r.runs_of(SCN, "softpart")? {
+        let figs = crate::table::probe_figures(run);
+        let get = |name: &str| {
+            figs.get(name).copied().with_context(|| {
+                format!(
+                    "run {}: the reaction workload reported no {name} (probe: {:?})",
+                    run.rep,
+                    run.probes.first().map(|p| &p.2)
+                )
+            })
+        };
+        rows.push((
+            get("cycles_spilled_at_first_wakeup_pct")?,
+            get("cycles_not_home_before_spill")?,
+            get("cycles_not_returned")?,
+            get("return_ms_median")?,
+            get("return_ms_max")?,
+        ));
+    }
+    let col =
+        |f: fn(&(f64, f64, f64, f64, f64)) -> f64| -> Vec<f64> { rows.iter().map(f).collect() };
+    let (first, not_home, not_returned) = (col(|x| x.0), col(|x| x.1), col(|x| x.2));
+    let (ret_median, ret_max) = (col(|x| x.3), col(|x| x.4));
+    let mean_first = first.iter().sum::<f64>() / first.len() as f64;
+    let seen = format!(
+        "per run: first run outside the full home {}% of cycles; not at home before the spill {}; \
+         never returned {}; return median {} ms, worst {} ms",
+        list(&first),
+        list(&not_home),
+        list(&not_returned),
+        list(&ret_median),
+        list(&ret_max)
+    );
+    if not_home.iter().any(|&n| n > 0.0) {
+        bail!("the group was not all at home before its home filled: {seen}");
+    }
+    if mean_first < FIRST_WAKEUP_PCT_MIN {
+        bail!("a full home did not spill at the first wakeup: {seen}");
+    }
+    if not_returned.iter().any(|&n| n > 0.0) {
+        bail!("threads stayed away from a home with room for a whole phase: {seen}");
+    }
+    let median_return = Summary::of(&ret_median).map_or(f64::MAX, |s| s.median);
+    if median_return > RETURN_MS_MAX {
+        bail!("the return home took over {RETURN_MS_MAX} ms: {seen}");
+    }
+    Ok(seen)
+}
+
 /// A cgroup removed and made again at the same path keeps its home after
 /// the scan forgets the old one and another cgroup gets a home
 /// (cgroup-made-again.toml).
@@ -2169,6 +2238,56 @@ mod tests {
             ok.contains("400 ms (on a CPU 350 ms, runnable 30 ms, asleep 20 ms)"),
             "{ok}"
         );
+    }
+
+    /// Reaction runs whose workload reported (first-wakeup %, not home
+    /// before the spill, never returned, return median ms) per run.
+    fn reaction_runs(per_run: &[(f64, f64, f64, f64)]) -> Results {
+        let mut r = results(&vec![0; per_run.len()]);
+        for (run, &(first, not_home, not_ret, ret)) in r.runs.iter_mut().zip(per_run) {
+            run.scenario = "reaction".into();
+            run.policy = "softpart".into();
+            let text = format!(
+                "figure cycles_spilled_at_first_wakeup_pct {first}\n\
+                 figure cycles_not_home_before_spill {not_home}\n\
+                 figure cycles_not_returned {not_ret}\n\
+                 figure return_ms_median {ret}\nfigure return_ms_max {}\n",
+                ret * 2.0
+            );
+            run.probes = vec![("cat /tmp/reaction.txt".into(), 0, text)];
+        }
+        r
+    }
+
+    #[test]
+    fn reaction_check_fails_where_homes_are_not_kept() {
+        // The final build's guest run (2026-11-28).
+        let ok = reaction_spills_at_once_and_returns(&reaction_runs(&[
+            (100.0, 0.0, 0.0, 18.3),
+            (100.0, 0.0, 0.0, 15.8),
+            (100.0, 0.0, 0.0, 16.1),
+        ]))
+        .unwrap();
+        assert!(ok.contains("return median 18.30 15.80 16.10 ms"), "{ok}");
+        // EEVDF's figures from the same workload: no home kept.
+        let eevdf = reaction_runs(&[(100.0, 5.0, 5.0, 0.0); 3]);
+        assert!(reaction_spills_at_once_and_returns(&eevdf).is_err());
+        // A thread stuck away for a whole phase in one cycle of one run.
+        let stuck = reaction_runs(&[(100.0, 0.0, 0.0, 16.0), (100.0, 0.0, 1.0, 16.0)]);
+        let err = reaction_spills_at_once_and_returns(&stuck).unwrap_err();
+        assert!(err.to_string().contains("stayed away"), "{err}");
+        // New threads queued at home first, spilling only later.
+        let late = reaction_runs(&[(40.0, 0.0, 0.0, 16.0), (60.0, 0.0, 0.0, 16.0)]);
+        let err = reaction_spills_at_once_and_returns(&late).unwrap_err();
+        assert!(err.to_string().contains("first wakeup"), "{err}");
+        // Returning, but slowly.
+        let slow = reaction_runs(&[(100.0, 0.0, 0.0, 150.0); 3]);
+        let err = reaction_spills_at_once_and_returns(&slow).unwrap_err();
+        assert!(err.to_string().contains("100 ms"), "{err}");
+        // The workload did not report: no figures, no pass.
+        let mut silent = reaction_runs(&[(100.0, 0.0, 0.0, 16.0)]);
+        silent.runs[0].probes[0].2 = String::new();
+        assert!(reaction_spills_at_once_and_returns(&silent).is_err());
     }
 
     #[test]
