@@ -1765,30 +1765,32 @@ fn reaction_spills_at_once_and_returns(r: &Results) -> Result<String> {
     const SCN: &str = "reaction";
     const FIRST_WAKEUP_PCT_MIN: f64 = 80.0;
     const RETURN_MS_MAX: f64 = 100.0;
-    let mut rows = Vec::new();
-    for run in r.runs_of(SCN, "softpart")? {
-        let figs = crate::table::probe_figures(run);
-        let get = |name: &str| {
-            figs.get(name).copied().with_context(|| {
-                format!(
-                    "run {}: the reaction workload reported no {name} (probe: {:?})",
-                    run.rep,
-                    run.probes.first().map(|p| &p.2)
-                )
+    let runs = r.runs_of(SCN, "softpart")?;
+    let figures: Vec<_> = runs
+        .iter()
+        .map(|run| crate::table::probe_figures(run))
+        .collect();
+    // One figure of every run, in run order; an error names a run whose
+    // workload did not report it.
+    let column = |name: &str| -> Result<Vec<f64>> {
+        runs.iter()
+            .zip(&figures)
+            .map(|(run, figs)| {
+                figs.get(name).copied().with_context(|| {
+                    format!(
+                        "run {}: the reaction workload reported no {name} (probe: {:?})",
+                        run.rep,
+                        run.probes.first().map(|p| &p.2)
+                    )
+                })
             })
-        };
-        rows.push((
-            get("cycles_spilled_at_first_wakeup_pct")?,
-            get("cycles_not_home_before_spill")?,
-            get("cycles_not_returned")?,
-            get("return_ms_median")?,
-            get("return_ms_max")?,
-        ));
-    }
-    let col =
-        |f: fn(&(f64, f64, f64, f64, f64)) -> f64| -> Vec<f64> { rows.iter().map(f).collect() };
-    let (first, not_home, not_returned) = (col(|x| x.0), col(|x| x.1), col(|x| x.2));
-    let (ret_median, ret_max) = (col(|x| x.3), col(|x| x.4));
+            .collect()
+    };
+    let first = column("cycles_spilled_at_first_wakeup_pct")?;
+    let not_home = column("cycles_not_home_before_spill")?;
+    let not_returned = column("cycles_not_returned")?;
+    let ret_median = column("return_ms_median")?;
+    let ret_max = column("return_ms_max")?;
     let mean_first = first.iter().sum::<f64>() / first.len() as f64;
     let seen = format!(
         "per run: first run outside the full home {}% of cycles; not at home before the spill {}; \
