@@ -2,7 +2,7 @@
 //! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
 //! reads them back by name, so both take the list from here.
 
-pub const EVENT_NAMES: [&str; 46] = [
+pub const EVENT_NAMES: [&str; 49] = [
     "pick_prev",
     "pick_core_home",
     "pick_sibling",
@@ -49,4 +49,7 @@ pub const EVENT_NAMES: [&str; 46] = [
     "xnode_queue_own",
     "xnode_queue_steal",
     "xnode_other",
+    "passed_same_cpu",
+    "passed_same_node",
+    "passed_crossed",
 ];

@@ -120,6 +120,14 @@ enum sp_stat {
 	SP_STAT_XNODE_QUEUE_OWN,	/* queued, taken by a CPU of that queue's partition */
 	SP_STAT_XNODE_QUEUE_STEAL,	/* queued, taken by another partition's CPU (a steal, or a visitor's home's turn) */
 	SP_STAT_XNODE_OTHER,	/* anything else (e.g. its first run) */
+	/*
+	 * A visitor switched out for a task with no home (the case of
+	 * hold_visitor_for_passing(), counted with --no-hold-visitors too)
+	 * ran next on that CPU, on another of its node, or on another node.
+	 */
+	SP_STAT_PASSED_SAME_CPU,
+	SP_STAT_PASSED_SAME_NODE,
+	SP_STAT_PASSED_CROSSED,
 	SP_NR_STATS,
 };
 

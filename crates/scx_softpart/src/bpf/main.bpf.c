@@ -249,6 +249,11 @@ struct task_ctx {
 	u32 via;
 	/* a visitor its CPU switches out for a task with no home: hold it there */
 	u32 hold_away;
+	/*
+	 * that CPU + 1 (0: none), marked with or without --no-hold-visitors, so
+	 * that where the visitor ran next compares the two (SP_STAT_PASSED_*)
+	 */
+	u32 passed_cpu;
 };
 
 struct {
@@ -1466,8 +1471,10 @@ static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at
  * homed on 4 of the 8 CPUs, one thread at a time went round the CPUs and
  * nodes, and the other node's CPUs went idle while it was between them
  * (docs/experiments.md, "Visitors held for their CPU"). Not while its
- * home runs a visitor (home_hosts_visitor()). Returns @prev's context if
- * it was marked, for dispatch() to unmark if nothing moved.
+ * home runs a visitor (home_hosts_visitor()). --no-hold-visitors marks it
+ * passed but not held, so that SP_STAT_PASSED_* tell where it ran next
+ * either way. Returns @prev's context if it was marked, for dispatch() to
+ * unmark if nothing moved.
  */
 static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev, s32 cpu, u32 own)
 {
@@ -1488,7 +1495,8 @@ static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev, s32 c
 	}
 	if (!passing || home_hosts_visitor(home))
 		return NULL;
-	tctx->hold_away = 1;
+	tctx->hold_away = hold_put_back_ns && hold_visitors;
+	tctx->passed_cpu = cpu + 1;
 	return tctx;
 }
 
@@ -1505,14 +1513,16 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	} else {
 		struct task_ctx *held = NULL;
 
-		if (hold_put_back_ns && hold_visitors && busy)
+		if (busy)
 			held = hold_visitor_for_passing(prev, cpu, own);
 		if (scx_bpf_dsq_move_to_local(SP_PART_DSQ_BASE + own, 0)) {
 			stat_inc(SP_STAT_DISPATCH_OWN);
 			return;
 		}
-		if (held)
+		if (held) {
 			held->hold_away = 0;
+			held->passed_cpu = 0;
+		}
 	}
 	/*
 	 * Still busy with prev: not idle, so nothing to take from others.
@@ -1701,6 +1711,17 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 					     now - tctx->put_back_at);
 	}
 	tctx->put_back_at = 0;
+	if (tctx->passed_cpu) {
+		s32 passed = tctx->passed_cpu - 1;
+
+		if (passed == cpu)
+			stat_inc(SP_STAT_PASSED_SAME_CPU);
+		else if (cpu_attr(cpu_node, passed) == cpu_attr(cpu_node, cpu))
+			stat_inc(SP_STAT_PASSED_SAME_NODE);
+		else
+			stat_inc(SP_STAT_PASSED_CROSSED);
+		tctx->passed_cpu = 0;
+	}
 	if (tctx->part_queued && !homed(tctx))
 		stat_inc(SP_STAT_RAN_HOMELESS_QUEUED);
 	if (tctx->part_queued)
