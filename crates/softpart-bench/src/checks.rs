@@ -1206,10 +1206,21 @@ const HOLD_MIN_SKIPS: u64 = 1000;
 /// six runs of the test (three on ad95aac's rule, one of them CI's, and
 /// three on a first form that held visitors whatever their home ran).
 const HOLD_VISITORS_MIN: u64 = 100;
-/// The instance's cross-node moves with visitors held, at most this share
-/// of those without: 0.49-0.69x in those six runs (23-32 against 44-52
-/// per s).
-const HOLD_VISITORS_CROSS_MAX: f64 = 0.85;
+/// Of the visitors passed by the daemon, the share that ran next on the
+/// same CPU, at least this much higher with the rule than without, and
+/// the share that ran next across the nodes at most this share of it.
+/// Pooled over 6 runs each in four boots on 4a6959c + the counters
+/// (2026-11-28): 63-73% against 47-58% on the same CPU (11-20 points
+/// higher), 17-23% against 27-33% across the nodes (0.60-0.75x); with 3
+/// runs each, 4.5-20 points higher in five boots and 0.62-0.92x in six
+/// (docs/experiments.md, "The hold-visitors guest test, pooled wider").
+/// The instance's cross-node moves per s, the rule's outcome, swing with
+/// the host: 0.47-0.85x over CI's three 3-run boots (24.9-52.2 per s
+/// without; CI on e8d6a40 failed an old bound of 0.85x at 21.1 against
+/// 24.9), 0.51-0.84x in the ten boots above, so the test asks only that
+/// the rule add none.
+const HOLD_VISITORS_SAME_CPU_GAIN: f64 = 0.03;
+const HOLD_VISITORS_CROSSED_MAX: f64 = 0.95;
 
 /// A thread its CPU puts back is held for that CPU (hold-put-back.toml):
 /// busy CPUs leave it instead of taking it and queueing their own thread,
@@ -1266,12 +1277,29 @@ fn put_back_held_for_cpu(r: &Results) -> Result<String> {
 /// Visitors switched out for a passing task are held for their CPU
 /// (hold-visitors.toml: one sysbench-memory instance of 8 threads homed on
 /// node 0, half of them visiting node 1, and a daemon with no home waking
-/// every 2 ms). Pooled over the runs, the instance's threads cross the
-/// nodes less often than with --no-hold-visitors, at no cost in CPU time.
+/// every 2 ms). Pooled over the runs, a visitor passed by the daemon runs
+/// next on the node it visited, where without the rule the home's CPUs
+/// take it back across the nodes; and the instance loses no CPU time.
 fn visitors_held_for_their_cpu(r: &Results) -> Result<String> {
     const SCN: &str = "hold-visitors";
     const OFF: &str = "softpart:--no-hold-visitors";
-    let figures = |policy: &str| -> Result<(u64, f64, f64)> {
+    struct Figures {
+        held: u64,
+        same_cpu: u64,
+        same_node: u64,
+        crossed: u64,
+        cross_per_s: f64,
+        cpu: f64,
+    }
+    impl Figures {
+        fn passed(&self) -> u64 {
+            self.same_cpu + self.same_node + self.crossed
+        }
+        fn share(&self, n: u64) -> f64 {
+            n as f64 / self.passed().max(1) as f64
+        }
+    }
+    let figures = |policy: &str| -> Result<Figures> {
         let runs = r.runs_of(SCN, policy)?;
         let wall: u64 = runs.iter().map(|run| run.wall_ns).sum();
         let (mut cross, mut cpu_ns) = (0u64, 0u64);
@@ -1283,38 +1311,58 @@ fn visitors_held_for_their_cpu(r: &Results) -> Result<String> {
             cross += g.counters.migrations[3];
             cpu_ns += g.counters.total_cpu_ns();
         }
-        let mut held = 0;
+        let (mut held, mut same_cpu, mut same_node, mut crossed) = (0, 0, 0, 0);
         for exit in r
             .exits
             .iter()
             .filter(|e| e.scenario == SCN && e.policy == policy)
         {
-            held += softpart_counters(exit)?["put_back_held_away"]
-                .as_u64()
-                .unwrap_or(0);
+            let c = softpart_counters(exit)?;
+            let get = |k: &str| c[k].as_u64().unwrap_or(0);
+            held += get("put_back_held_away");
+            same_cpu += get("passed_same_cpu");
+            same_node += get("passed_same_node");
+            crossed += get("passed_crossed");
         }
-        Ok((
+        Ok(Figures {
             held,
-            cross as f64 / (wall as f64 / 1e9),
-            cpu_ns as f64 / wall as f64,
-        ))
+            same_cpu,
+            same_node,
+            crossed,
+            cross_per_s: cross as f64 / (wall as f64 / 1e9),
+            cpu: cpu_ns as f64 / wall as f64,
+        })
     };
-    let (on_held, on_cross, on_cpu) = figures("softpart")?;
-    let (off_held, off_cross, off_cpu) = figures(OFF)?;
-    let seen = format!(
-        "{on_held} visitors held, {on_cross:.1} cross-node moves per s, {on_cpu:.2} CPU-s per s; --no-hold-visitors: {off_held}, {off_cross:.1}, {off_cpu:.2}"
-    );
-    if off_held != 0 {
+    let on = figures("softpart")?;
+    let off = figures(OFF)?;
+    let show = |f: &Figures| {
+        format!(
+            "{} held; of {} passed, next on the same CPU {:.1}%, across the nodes {:.1}%; {:.1} cross-node moves per s; {:.2} CPU-s per s",
+            f.held,
+            f.passed(),
+            100.0 * f.share(f.same_cpu),
+            100.0 * f.share(f.crossed),
+            f.cross_per_s,
+            f.cpu,
+        )
+    };
+    let seen = format!("{}; --no-hold-visitors: {}", show(&on), show(&off));
+    if off.held != 0 {
         bail!("--no-hold-visitors still held visitors: {seen}");
     }
-    if on_held < HOLD_VISITORS_MIN {
-        bail!("hardly a visitor held, nothing tested: {seen}");
+    if on.held < HOLD_VISITORS_MIN || off.passed() < HOLD_VISITORS_MIN {
+        bail!("hardly a visitor passed, nothing tested: {seen}");
     }
-    if off_cross < 10.0 {
-        bail!("without the hold the threads hardly cross the nodes, nothing tested: {seen}");
+    if on.share(on.same_cpu) < off.share(off.same_cpu) + HOLD_VISITORS_SAME_CPU_GAIN {
+        bail!("held visitors went back to their CPU no more often than unheld ones: {seen}");
     }
-    if on_cross > off_cross * HOLD_VISITORS_CROSS_MAX || on_cpu < off_cpu * 0.97 {
-        bail!("{seen}");
+    if on.share(on.crossed) > off.share(off.crossed) * HOLD_VISITORS_CROSSED_MAX
+        || on.cross_per_s > off.cross_per_s
+    {
+        bail!("held visitors crossed the nodes as often as unheld ones: {seen}");
+    }
+    if on.cpu < off.cpu * 0.97 {
+        bail!("the hold cost CPU time: {seen}");
     }
     Ok(seen)
 }
@@ -2290,6 +2338,101 @@ mod tests {
         let mut silent = reaction_runs(&[(100.0, 0.0, 0.0, 16.0)]);
         silent.runs[0].probes[0].2 = String::new();
         assert!(reaction_spills_at_once_and_returns(&silent).is_err());
+    }
+
+    /// hold-visitors runs: per policy, (visitors held, passed visitors next
+    /// on the same CPU, on its node, across the nodes, the instance's
+    /// cross-node moves, its CPU-s per s), one run and scheduler exit each.
+    fn hold_visitor_runs(per_policy: &[(&str, [u64; 6])]) -> Results {
+        let mut r = results(&vec![0; per_policy.len()]);
+        for (run, &(policy, [held, cpu_, node, crossed, moves, cpu_s])) in
+            r.runs.iter_mut().zip(per_policy)
+        {
+            run.scenario = "hold-visitors".into();
+            run.policy = policy.into();
+            let g = serde_json::json!({
+                "counters": {
+                    "cpu_ns": [cpu_s * run.wall_ns],
+                    "migrations": [0, 0, 0, moves * 5],
+                    "delay_hist": [], "delay_ns": 0, "nr_delays": 0,
+                },
+                "cpuacct_ns": [],
+            });
+            run.groups
+                .insert("inst0".into(), serde_json::from_value(g).unwrap());
+            let counters = serde_json::json!({ "softpart_counters": {
+                "put_back_held_away": held,
+                "passed_same_cpu": cpu_,
+                "passed_same_node": node,
+                "passed_crossed": crossed,
+            }});
+            r.exits.push(SchedulerExit {
+                scenario: "hold-visitors".into(),
+                policy: policy.into(),
+                attached: true,
+                clean: true,
+                status: String::new(),
+                stdout_tail: counters.to_string(),
+                stderr_tail: String::new(),
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn hold_visitors_check_fails_where_visitors_are_not_held() {
+        const OFF: &str = "softpart:--no-hold-visitors";
+        // Pooled figures of a guest run on the counters' build (2026-11-28).
+        let ok = visitors_held_for_their_cpu(&hold_visitor_runs(&[
+            ("softpart", [973, 687, 108, 179, 19, 8]),
+            (OFF, [0, 551, 199, 334, 38, 8]),
+        ]))
+        .unwrap();
+        assert!(
+            ok.contains("same CPU 70.5%, across the nodes 18.4%"),
+            "{ok}"
+        );
+        // The rule off in both: nothing held.
+        let unheld = hold_visitor_runs(&[
+            ("softpart", [0, 551, 199, 334, 38, 8]),
+            (OFF, [0, 551, 199, 334, 38, 8]),
+        ]);
+        let err = visitors_held_for_their_cpu(&unheld).unwrap_err();
+        assert!(err.to_string().contains("nothing tested"), "{err}");
+        // Held, but not taken back by their CPU.
+        let not_back = hold_visitor_runs(&[
+            ("softpart", [973, 494, 236, 243, 19, 8]),
+            (OFF, [0, 551, 199, 334, 38, 8]),
+        ]);
+        let err = visitors_held_for_their_cpu(&not_back).unwrap_err();
+        assert!(err.to_string().contains("no more often"), "{err}");
+        // Back on their CPU as often, but crossing as often too.
+        let crossing = hold_visitor_runs(&[
+            ("softpart", [973, 687, 0, 286, 19, 8]),
+            (OFF, [0, 551, 199, 334, 38, 8]),
+        ]);
+        let err = visitors_held_for_their_cpu(&crossing).unwrap_err();
+        assert!(err.to_string().contains("crossed the nodes"), "{err}");
+        // The instance crossing more with the rule than without.
+        let more_moves = hold_visitor_runs(&[
+            ("softpart", [973, 687, 108, 179, 40, 8]),
+            (OFF, [0, 551, 199, 334, 38, 8]),
+        ]);
+        assert!(visitors_held_for_their_cpu(&more_moves).is_err());
+        // Held at a cost in CPU time.
+        let slower = hold_visitor_runs(&[
+            ("softpart", [973, 687, 108, 179, 19, 7]),
+            (OFF, [0, 551, 199, 334, 38, 8]),
+        ]);
+        let err = visitors_held_for_their_cpu(&slower).unwrap_err();
+        assert!(err.to_string().contains("CPU time"), "{err}");
+        // --no-hold-visitors holding.
+        let off_holds = hold_visitor_runs(&[
+            ("softpart", [973, 687, 108, 179, 19, 8]),
+            (OFF, [5, 551, 199, 334, 38, 8]),
+        ]);
+        let err = visitors_held_for_their_cpu(&off_holds).unwrap_err();
+        assert!(err.to_string().contains("still held"), "{err}");
     }
 
     #[test]
