@@ -2383,56 +2383,54 @@ mod tests {
     fn hold_visitors_check_fails_where_visitors_are_not_held() {
         const OFF: &str = "softpart:--no-hold-visitors";
         // Pooled figures of a guest run on the counters' build (2026-11-28).
-        let ok = visitors_held_for_their_cpu(&hold_visitor_runs(&[
-            ("softpart", [973, 687, 108, 179, 19, 8]),
-            (OFF, [0, 551, 199, 334, 38, 8]),
-        ]))
-        .unwrap();
+        const ON: [u64; 6] = [973, 687, 108, 179, 19, 8];
+        const UNHELD: [u64; 6] = [0, 551, 199, 334, 38, 8];
+        let check = |on, off| {
+            visitors_held_for_their_cpu(&hold_visitor_runs(&[("softpart", on), (OFF, off)]))
+        };
+        let ok = check(ON, UNHELD).unwrap();
         assert!(
             ok.contains("same CPU 70.5%, across the nodes 18.4%"),
             "{ok}"
         );
-        // The rule off in both: nothing held.
-        let unheld = hold_visitor_runs(&[
-            ("softpart", [0, 551, 199, 334, 38, 8]),
-            (OFF, [0, 551, 199, 334, 38, 8]),
-        ]);
-        let err = visitors_held_for_their_cpu(&unheld).unwrap_err();
-        assert!(err.to_string().contains("nothing tested"), "{err}");
-        // Held, but not taken back by their CPU.
-        let not_back = hold_visitor_runs(&[
-            ("softpart", [973, 494, 236, 243, 19, 8]),
-            (OFF, [0, 551, 199, 334, 38, 8]),
-        ]);
-        let err = visitors_held_for_their_cpu(&not_back).unwrap_err();
-        assert!(err.to_string().contains("no more often"), "{err}");
-        // Back on their CPU as often, but crossing as often too.
-        let crossing = hold_visitor_runs(&[
-            ("softpart", [973, 687, 0, 286, 19, 8]),
-            (OFF, [0, 551, 199, 334, 38, 8]),
-        ]);
-        let err = visitors_held_for_their_cpu(&crossing).unwrap_err();
-        assert!(err.to_string().contains("crossed the nodes"), "{err}");
-        // The instance crossing more with the rule than without.
-        let more_moves = hold_visitor_runs(&[
-            ("softpart", [973, 687, 108, 179, 40, 8]),
-            (OFF, [0, 551, 199, 334, 38, 8]),
-        ]);
-        assert!(visitors_held_for_their_cpu(&more_moves).is_err());
-        // Held at a cost in CPU time.
-        let slower = hold_visitor_runs(&[
-            ("softpart", [973, 687, 108, 179, 19, 7]),
-            (OFF, [0, 551, 199, 334, 38, 8]),
-        ]);
-        let err = visitors_held_for_their_cpu(&slower).unwrap_err();
-        assert!(err.to_string().contains("CPU time"), "{err}");
-        // --no-hold-visitors holding.
-        let off_holds = hold_visitor_runs(&[
-            ("softpart", [973, 687, 108, 179, 19, 8]),
-            (OFF, [5, 551, 199, 334, 38, 8]),
-        ]);
-        let err = visitors_held_for_their_cpu(&off_holds).unwrap_err();
-        assert!(err.to_string().contains("still held"), "{err}");
+        // (what the rule's run read instead, what the error names)
+        let broken: [(&str, [u64; 6], [u64; 6], &str); 6] = [
+            ("the rule off in both", UNHELD, UNHELD, "nothing tested"),
+            (
+                "held, not taken back by their CPU",
+                [973, 494, 236, 243, 19, 8],
+                UNHELD,
+                "no more often",
+            ),
+            (
+                "back on their CPU as often, the rest across the nodes",
+                [973, 687, 0, 286, 19, 8],
+                UNHELD,
+                "crossed the nodes",
+            ),
+            (
+                "the instance crossing more than without",
+                [973, 687, 108, 179, 40, 8],
+                UNHELD,
+                "crossed the nodes",
+            ),
+            (
+                "held at a cost in CPU time",
+                [973, 687, 108, 179, 19, 7],
+                UNHELD,
+                "CPU time",
+            ),
+            (
+                "--no-hold-visitors holding",
+                ON,
+                [5, 551, 199, 334, 38, 8],
+                "still held",
+            ),
+        ];
+        for (case, on, off, names) in broken {
+            let err = check(on, off).expect_err(case).to_string();
+            assert!(err.contains(names), "{case}: {err}");
+        }
     }
 
     #[test]
