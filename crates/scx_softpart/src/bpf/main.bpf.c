@@ -250,8 +250,9 @@ struct task_ctx {
 	/* a visitor its CPU switches out for a task with no home: hold it there */
 	u32 hold_away;
 	/*
-	 * that CPU + 1 (0: none), marked with or without --no-hold-visitors, so
-	 * that where the visitor ran next compares the two (SP_STAT_PASSED_*)
+	 * the CPU that switched this visitor out for a task with no home, + 1
+	 * (0: none); marked with or without --no-hold-visitors, so that where
+	 * it ran next compares the two (SP_STAT_PASSED_*)
 	 */
 	u32 passed_cpu;
 };
