@@ -1209,16 +1209,17 @@ const HOLD_VISITORS_MIN: u64 = 100;
 /// Of the visitors passed by the daemon, the share that ran next on the
 /// same CPU, at least this much higher with the rule than without, and
 /// the share that ran next across the nodes at most this share of it.
-/// Pooled over 6 runs each in four boots on 4a6959c + the counters
-/// (2026-11-28): 63-73% against 47-58% on the same CPU (11-20 points
-/// higher), 17-23% against 27-33% across the nodes (0.60-0.75x); with 3
+/// Pooled over 6 runs each in seven boots on 4a6959c + the counters and
+/// on bfd43d2 / 0e2f418 (2026-11-28, two of them CI's): 62-73% against
+/// 47-58% on the same CPU (9-20 points higher), 17-24% against 27-33%
+/// across the nodes (0.60-0.75x); with 3
 /// runs each, 4.5-20 points higher in five boots and 0.62-0.92x in six
 /// (docs/experiments.md, "The hold-visitors guest test, pooled wider").
 /// The instance's cross-node moves per s, the rule's outcome, swing with
 /// the host: 0.47-0.85x over CI's three 3-run boots (24.9-52.2 per s
 /// without; CI on e8d6a40 failed an old bound of 0.85x at 21.1 against
-/// 24.9), 0.51-0.84x in the ten boots above, so the test asks only that
-/// the rule add none.
+/// 24.9), 0.51-0.84x in the thirteen boots above, so the test asks only
+/// that the rule add none.
 const HOLD_VISITORS_SAME_CPU_GAIN: f64 = 0.03;
 const HOLD_VISITORS_CROSSED_MAX: f64 = 0.95;
 
@@ -1278,8 +1279,9 @@ fn put_back_held_for_cpu(r: &Results) -> Result<String> {
 /// (hold-visitors.toml: one sysbench-memory instance of 8 threads homed on
 /// node 0, half of them visiting node 1, and a daemon with no home waking
 /// every 2 ms). Pooled over the runs, a visitor passed by the daemon runs
-/// next on the node it visited, where without the rule the home's CPUs
-/// take it back across the nodes; and the instance loses no CPU time.
+/// next on its CPU more often with the rule than without (about 2 times
+/// in 3 against 1 in 2) and across the nodes less often, and the instance
+/// loses no CPU time.
 fn visitors_held_for_their_cpu(r: &Results) -> Result<String> {
     const SCN: &str = "hold-visitors";
     const OFF: &str = "softpart:--no-hold-visitors";
@@ -1356,10 +1358,11 @@ fn visitors_held_for_their_cpu(r: &Results) -> Result<String> {
     if on.share(on.same_cpu) < off.share(off.same_cpu) + HOLD_VISITORS_SAME_CPU_GAIN {
         bail!("held visitors went back to their CPU no more often than unheld ones: {seen}");
     }
-    if on.share(on.crossed) > off.share(off.crossed) * HOLD_VISITORS_CROSSED_MAX
-        || on.cross_per_s > off.cross_per_s
-    {
+    if on.share(on.crossed) > off.share(off.crossed) * HOLD_VISITORS_CROSSED_MAX {
         bail!("held visitors crossed the nodes as often as unheld ones: {seen}");
+    }
+    if on.cross_per_s > off.cross_per_s {
+        bail!("the instance crossed the nodes more often with the rule: {seen}");
     }
     if on.cpu < off.cpu * 0.97 {
         bail!("the hold cost CPU time: {seen}");
@@ -2412,7 +2415,7 @@ mod tests {
                 "the instance crossing more than without",
                 [973, 687, 108, 179, 40, 8],
                 UNHELD,
-                "crossed the nodes",
+                "more often with the rule",
             ),
             (
                 "held at a cost in CPU time",
