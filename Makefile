@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: setup build demo test lint unit guest-test experiments soak vcpu-wake upstream-baseline
+.PHONY: setup build demo test lint unit guest-test experiments compare soak vcpu-wake upstream-baseline
 
 setup:
 	bash scripts/setup.sh
@@ -15,9 +15,24 @@ build: setup
 demo: build
 	$(ENV) target/release/softpart-bench run scenarios/two-instances.toml
 
-# Issues 3 and 4's experiment matrices and the side experiments (about 4 hours under TCG): results/experiments/.
+# The soft-affinity and balancer experiment matrices and the side experiments (about 4 hours under TCG): results/experiments/.
 experiments: build
 	$(ENV) target/release/softpart-bench run scenarios/experiments/*.toml --out results/experiments
+
+# The acceptance cells with an earlier build of scx_softpart beside today's,
+# in one boot per topology (REV: a commit; scripts/build-rev.sh builds it):
+#   make compare REV=606ade9
+# results/compare-REV/. About 80 minutes under TCG.
+COMPARE_HOMES := scenarios/two-instances.toml $(addprefix scenarios/experiments/,two-hackbench.toml two-sysbench-threads.toml two-sysbench-memory.toml one-hackbench.toml one-sysbench-threads.toml one-sysbench-memory.toml overload-hackbench.toml reaction.toml)
+COMPARE_BALANCE := $(addprefix scenarios/experiments/,balance-4-memory.toml balance-4-hackbench.toml balance-8-memory.toml balance-4-redis.toml)
+compare: build
+	@test -n "$(REV)" || { echo "make compare REV=COMMIT" >&2; exit 2; }
+	$(ENV) bin=$$(bash scripts/build-rev.sh $(REV)) && export PATH="$$bin:$$PATH" && \
+	  target/release/softpart-bench run $(COMPARE_HOMES) \
+	    --policies "eevdf,softpart,external-homes:scx_softpart-$(REV)" --out results/compare-$(REV) && \
+	  target/release/softpart-bench run $(COMPARE_BALANCE) \
+	    --policies "softpart-nohome,softpart:--balance /bench/*,external-homes:scx_softpart-$(REV) --balance /bench/*" \
+	    --out results/compare-$(REV)/balance
 
 # What a halted vCPU's wake-up costs (about 45 minutes under TCG): the
 # scenarios in scenarios/vcpu-wake/ on a 2-vCPU guest, once as it is and
@@ -26,7 +41,7 @@ vcpu-wake: build
 	$(ENV) target/release/softpart-bench run scenarios/vcpu-wake/*.toml --out results/vcpu-wake/halt
 	$(ENV) target/release/softpart-bench run scenarios/vcpu-wake/*.toml --guest-arg idle=poll --out results/vcpu-wake/poll
 
-# The run-delay cells of issue 3 under upstream scx_bpfland (built from
+# The run-delay cells under upstream scx_bpfland (built from
 # crates.io by scripts/scx-bpfland.sh) beside eevdf and scx_softpart with
 # and without homes, in one boot (about 40 minutes under TCG): is a gap
 # scx_softpart's own, or any sched_ext scheduler's under TCG?
@@ -37,7 +52,7 @@ upstream-baseline: build
 	  target/release/softpart-bench run $(UPSTREAM_SCENARIOS) \
 	  --policies "eevdf,softpart-nohome,softpart,external:scx_bpfland" --out results/upstream-baseline
 
-# Issue 5's soak run (about 35 minutes under TCG; not part of `make test`).
+# The soak run (about 35 minutes under TCG; not part of `make test`).
 # KERNEL=linux-image-7.3.4+deb13-amd64 boots that guest kernel instead.
 soak: build
 	$(ENV) target/release/softpart-bench run scenarios/soak/*.toml $(if $(KERNEL),--kernel $(KERNEL)) --out results/soak

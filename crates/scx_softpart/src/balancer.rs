@@ -1,4 +1,4 @@
-//! The group balancer (seed 004) as the control plane runs it: which
+//! The group balancer as the control plane runs it: which
 //! cgroups it balances, what it measured of them, and when a group may move.
 //! The decision itself is `softpart_core::balance` (tested without a
 //! kernel); this file turns the fast path's counters into its inputs.
@@ -11,8 +11,7 @@
 //! by more than the hysteresis. A group's first period is seldom whole:
 //! its cgroup appears before its tasks start, or they start one by one;
 //! there eight 2-thread sysbench-memory groups read 0.96-2.09 CPUs, which
-//! the target may pair unevenly (docs/experiments.md, "Placing groups on
-//! a steady load"). New groups go around the placed ones
+//! the target may pair unevenly. New groups go around the placed ones
 //! (`softpart_core::balance::step`), since groups measured steady in
 //! different periods arrive in waves.
 //!

@@ -14,7 +14,7 @@
 //! node = 0                                  # or cpus = "0-15", or llc = 1
 //! softness = "5:4"                          # optional; default: --softness
 //!
-//! [[balance]]                               # the group balancer (seed 004)
+//! [[balance]]                               # the group balancer
 //! cgroup = "/machine.slice/*"               # every child of machine.slice
 //! period_ms = 1000                          # optional; default: --balance-period-ms
 //! ```

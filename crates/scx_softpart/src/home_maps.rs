@@ -5,6 +5,7 @@
 use crate::Scheduler;
 use crate::bpf_intf;
 use crate::bpf_skel::BpfMaps;
+use crate::counters;
 use crate::homes::{self, Home};
 use anyhow::{Result, bail};
 use libbpf_rs::{MapCore, MapFlags, ProgramInput};
@@ -31,16 +32,9 @@ impl Scheduler<'_> {
         )?;
         let id = assigned.id;
         if assigned.new
-            && let Some(bss) = self.skel.maps.bss_data.as_mut()
-            && let Some(gs) = bss.group_stats.get_mut(id as usize)
+            && let Err(e) = counters::reset_group(&self.skel.maps, id)
         {
-            *gs = Default::default();
-            let zero = vec![0u8; std::mem::size_of::<bpf_intf::sp_hist>()];
-            let _ = self
-                .skel
-                .maps
-                .delay_hists
-                .update(&id.to_ne_bytes(), &zero, MapFlags::ANY);
+            bail!("resetting the statistics of home id {id}: {e:#}");
         }
         if assigned.redefine {
             // The fast path sees the CPUs online now: after a hotplug, a

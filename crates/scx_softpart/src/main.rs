@@ -12,8 +12,10 @@ mod cgroup_scan;
 mod cli;
 mod config;
 mod control;
+mod counters;
 mod home_maps;
 mod homes;
+mod load;
 mod machine;
 mod partitions;
 mod report;
@@ -23,7 +25,7 @@ mod stats;
 use anyhow::{Context, Result, bail};
 use bpf_skel::*;
 use clap::Parser;
-use cli::{Opts, QueuedSpill, owner_window_us, steal_defer_us};
+use cli::Opts;
 use control::Call;
 use home_maps::referenced_homes;
 use homes::{Home, HomeTable};
@@ -31,9 +33,7 @@ use libbpf_rs::{MapCore, OpenObject};
 use log::{info, warn};
 use machine::Machine;
 use scx_stats::prelude::StatsServer;
-use scx_utils::{
-    Topology, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report,
-};
+use scx_utils::{Topology, UserExitInfo, scx_ops_attach, scx_ops_load, uei_exited, uei_report};
 use softpart_core::cpulist;
 use softpart_core::softness::{Softness, mean_util, smooth_util};
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,9 +164,6 @@ struct Scheduler<'a> {
     restarts: u32,
     explicit_parts: Option<Vec<BTreeSet<usize>>>,
     attached: Arc<AtomicBool>,
-    /// Whether over-full partitions' balanced groups lose the steal wait
-    /// (off: --steal-wait-overfull).
-    overfull_steal: bool,
 }
 
 /// How often utilisation and the softness flags are refreshed.
@@ -197,20 +194,7 @@ impl<'a> Scheduler<'a> {
             .and_then(|s| s.trim().parse::<u64>().ok());
         let topo = read_topology()?;
         let machine = Machine::from_topology(&topo);
-        let parts = match &session.explicit_parts {
-            // Offline CPUs leave their partitions; a partition with none
-            // online is left out until they return.
-            Some(parts) => parts
-                .iter()
-                .map(|p| {
-                    p.intersection(&machine.cpus)
-                        .copied()
-                        .collect::<BTreeSet<_>>()
-                })
-                .filter(|p| !p.is_empty())
-                .collect(),
-            None => partitions::from_topology(&topo, None)?,
-        };
+        let parts = load::partitions(session.explicit_parts.as_deref(), &topo, &machine)?;
         let Session {
             calls,
             attached,
@@ -237,115 +221,17 @@ impl<'a> Scheduler<'a> {
             partitions::describe(&parts)
         );
 
-        // No obj_builder.debug(): it would replace the libbpf logger set
-        // up in main().
-        let builder = BpfSkelBuilder::default();
-        let mut skel = scx_ops_open!(builder, open_object, softpart_ops, None)?;
-        skel.struct_ops.softpart_ops_mut().exit_dump_len = opts.exit_dump_len;
-        if let Some(seq) = hotplug_seq {
-            skel.struct_ops.softpart_ops_mut().hotplug_seq = seq;
-        }
-        // Slice ends of a CPU's last runnable task reach enqueue(), where a
-        // task away from home can go back.
-        skel.struct_ops.softpart_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_LAST;
-        // update_idle() only re-checks the queues; the kernel's idle masks,
-        // which every pick uses, must stay on.
-        skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
-        if opts.queued_wakeup {
-            let flag = *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
-            if flag == 0 {
-                warn!(
-                    "--queued-wakeup: this kernel has no SCX_OPS_ALLOW_QUEUED_WAKEUP \
-                     (6.15 and later); wakeups stay direct"
-                );
-            }
-            // enqueue() already copes with a task that select_cpu() did
-            // not see: it places by home and idle CPUs on its own.
-            skel.struct_ops.softpart_ops_mut().flags |= flag;
-        }
-        let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
-        let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
-        let idle_nodes = machine
-            .idle_nodes()
-            .filter(|_| per_node_flag != 0 && !opts.no_idle_per_node)
-            .filter(|nodes| {
-                let fits = nodes.iter().all(|&n| n < max_nodes);
-                if !fits {
-                    warn!(
-                        "NUMA node ids {nodes:?} go past the {max_nodes} scx_softpart tracks: \
-                         one machine-wide idle mask instead of one per node"
-                    );
-                }
-                fits
-            });
-        if idle_nodes.is_some() {
-            skel.struct_ops.softpart_ops_mut().flags |= per_node_flag;
-        }
-
-        let rodata = skel.maps.rodata_data.as_mut().context("no rodata")?;
-        rodata.nr_cpus = nr_cpu_ids as u32;
-        rodata.nr_parts = parts.len() as u32;
-        rodata.slice_ns = opts.slice_us * 1000;
-        rodata.slice_lag_ns = opts.slice_lag_us * 1000;
-        rodata.smt_enabled = topo.smt_enabled && !opts.no_idle_core;
-        rodata.scan_cores = opts.scan_cores;
-        // The kernel's pick always tries whole idle cores first: with
-        // --no-idle-core (SIS_CORE off) our own search must run instead.
-        rodata.kernel_pick = !opts.no_kernel_pick && !opts.no_idle_core;
-        rodata.idle_recheck = !opts.no_idle_recheck;
-        rodata.steal = !opts.no_steal;
-        let steal_defer_us = steal_defer_us(opts);
-        rodata.steal_defer_ns = steal_defer_us * 1000;
-        rodata.owner_window_ns = owner_window_us(opts) * 1000;
-        rodata.wait_behind_kthreads = !opts.no_wait_behind_kthreads;
-        rodata.hold_put_back_ns = if opts.no_hold_put_back {
-            0
-        } else {
-            opts.hold_put_back_us.unwrap_or(opts.slice_us) * 1000
-        };
-        rodata.yield_away_keeps = !opts.yield_away_ends_slice;
-        rodata.wakeup_preempt_ns = opts.wakeup_preempt.unwrap_or(0) * 1000;
-        rodata.wake_sync = opts.wake_sync;
-        rodata.evict_to_room = !opts.evict_always;
-        rodata.hold_visitors = !opts.no_hold_visitors;
-        rodata.queued_spill = match opts.queued_spill {
-            _ if opts.no_steal => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
-            QueuedSpill::Off => bpf_intf::sp_queued_spill_SP_QSPILL_OFF,
-            QueuedSpill::Sync => bpf_intf::sp_queued_spill_SP_QSPILL_SYNC,
-            QueuedSpill::Always => bpf_intf::sp_queued_spill_SP_QSPILL_ALWAYS,
-            QueuedSpill::Owned => bpf_intf::sp_queued_spill_SP_QSPILL_OWNED,
-        };
-        rodata.threads_per_core = machine.threads_per_core as u32;
-        if let Some(nodes) = &idle_nodes {
-            // Distinct ids below max_nodes: they fit idle_nodes[].
-            rodata.idle_per_node = true;
-            rodata.nr_idle_nodes = nodes.len() as u32;
-            for (i, &n) in nodes.iter().enumerate() {
-                rodata.idle_nodes[i] = n as u32;
-            }
-        }
-        for (cpu, part) in softpart_core::partition::cpu_to_part(&parts, nr_cpu_ids)
-            .into_iter()
-            .enumerate()
-        {
-            rodata.cpu_part[cpu] = part;
-        }
-        for (cpu, &sib) in machine.sibling.iter().enumerate() {
-            if cpu < rodata.cpu_sibling.len() {
-                rodata.cpu_sibling[cpu] = sib as u32;
-                rodata.cpu_core[cpu] = machine.core[cpu] as u32;
-                // CPUs of no known LLC or node get ids of their own.
-                rodata.cpu_llc[cpu] = machine.llc_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
-                rodata.cpu_node[cpu] = machine.node_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
-            }
-        }
-        let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
-        for (a, order) in machine.part_order(&parts).iter().enumerate() {
-            for (i, &b) in order.iter().enumerate() {
-                rodata.part_order[a * max_parts + i] = b as u32;
-            }
-        }
-
+        let (mut skel, idle_per_node) = load::open_skel(
+            opts,
+            open_object,
+            &load::Layout {
+                topo: &topo,
+                machine: &machine,
+                parts: &parts,
+                nr_cpu_ids,
+            },
+            hotplug_seq,
+        )?;
         let mut skel = scx_ops_load!(skel, softpart_ops, uei)?;
         info!("loaded at uptime {:.2} s", uptime_s());
         let link = as_real_time(|| scx_ops_attach!(skel, softpart_ops))?;
@@ -354,42 +240,7 @@ impl<'a> Scheduler<'a> {
             .bss_data
             .as_ref()
             .is_some_and(|b| b.kernel_pick_used);
-        info!(
-            "attached at uptime {:.2} s; softness {}{}; evictions: {}; away from home: {}; idle masks: {}; control socket {}",
-            uptime_s(),
-            opts.softness,
-            match steal_defer_us {
-                _ if opts.no_steal => {
-                    "; steals off (--no-steal, queued spills off: comparison only)".to_string()
-                }
-                0 => "; steals at once".to_string(),
-                us => format!(
-                    "; steals deferred up to {us} us on CPUs their owners used within {} us{}",
-                    owner_window_us(opts),
-                    if opts.steal_wait_overfull {
-                        ", over-full partitions too (--steal-wait-overfull)"
-                    } else {
-                        ", not for balanced groups in over-full partitions"
-                    }
-                ),
-            },
-            if opts.evict_always {
-                "any visitor (--evict-always)"
-            } else {
-                "visitors whose home has an idle CPU"
-            },
-            if kernel_pick {
-                "the kernel's scx_bpf_select_cpu_and()"
-            } else {
-                "our own idle search"
-            },
-            if idle_nodes.is_some() {
-                "per node"
-            } else {
-                "machine-wide"
-            },
-            opts.control_socket.display()
-        );
+        load::log_attached(opts, kernel_pick, idle_per_node);
         let nr = machine.sibling.len();
         let parts_len = parts.len();
         let mut sched = Self {
@@ -415,8 +266,10 @@ impl<'a> Scheduler<'a> {
             restarts,
             explicit_parts,
             attached,
-            overfull_steal: !opts.steal_wait_overfull,
         };
+        // The tasks without a home have a statistics slot from the start.
+        counters::reset_group(&sched.skel.maps, homes::MAX_HOMES as u32)
+            .context("creating the no-home group's statistics")?;
         sched.restore(task_homes, cgroup_homes);
         sched.attached.store(true, Ordering::Relaxed);
         if !sched.rules.is_empty() || !sched.balance_rules.is_empty() {
@@ -478,8 +331,8 @@ impl<'a> Scheduler<'a> {
         let Some(bss) = self.skel.maps.bss_data.as_mut() else {
             return;
         };
-        for cpu in 0..self.util.len().min(bss.cpu_busy_ns.len()) {
-            let busy = bss.cpu_busy_ns[cpu];
+        for cpu in 0..self.util.len().min(bss.cpu_ctxs.len()) {
+            let busy = bss.cpu_ctxs[cpu].busy_ns;
             let delta = busy.saturating_sub(self.last_busy[cpu]);
             self.last_busy[cpu] = busy;
             self.util[cpu] = smooth_util(self.util[cpu], delta, period, 0.5);
@@ -497,68 +350,64 @@ impl<'a> Scheduler<'a> {
         // Every home's flag, so that an id given to another home since
         // does not keep a balanced group's.
         let mut steal_now = vec![0u32; bss.steal_now.len()];
-        if self.overfull_steal {
-            for g in self.balancer.groups.values() {
-                let over = g.part.and_then(|p| self.balancer.overfull.get(p).copied());
-                if let (Some(true), Some(id)) = (over, self.homes.find(&g.label))
-                    && let Some(slot) = steal_now.get_mut(id as usize)
-                {
-                    *slot = 1;
-                }
+        for g in self.balancer.groups.values() {
+            let over = g.part.and_then(|p| self.balancer.overfull.get(p).copied());
+            if let (Some(true), Some(id)) = (over, self.homes.find(&g.label))
+                && let Some(slot) = steal_now.get_mut(id as usize)
+            {
+                *slot = 1;
             }
         }
         bss.steal_now.copy_from_slice(&steal_now);
+    }
+
+    /// Time charged to tasks on these CPUs since the attachment.
+    pub(crate) fn busy_ns(&self, cpus: &BTreeSet<usize>) -> u64 {
+        self.skel.maps.bss_data.as_ref().map_or(0, |bss| {
+            cpus.iter()
+                .filter_map(|&c| bss.cpu_ctxs.get(c))
+                .map(|cc| cc.busy_ns)
+                .sum()
+        })
     }
 
     /// One balancing period: read the loads, place new groups, move at most
     /// one.
     fn balance(&mut self) {
         self.last_balance = std::time::Instant::now();
-        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
-            return;
-        };
-        let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
         let mut readings = BTreeMap::new();
         for (cgid, g) in &self.balancer.groups {
             let Some(id) = self.homes.find(&g.label) else {
                 continue;
             };
-            let gs = &bss.group_stats[id as usize];
-            let part_ns = (0..self.parts.len())
-                .map(|p| bss.group_part_ns[id as usize * max_parts + p])
-                .collect();
+            let per_cpu = counters::group_per_cpu(&self.skel.maps, id);
+            let part_ns = counters::group_part_ns(&per_cpu, &self.parts);
             readings.insert(
                 *cgid,
                 balancer::Reading {
-                    total_ns: gs.run_home_ns + gs.run_away_ns,
-                    wait_ns: gs.delay_ns,
+                    total_ns: part_ns.iter().sum(),
+                    wait_ns: per_cpu.iter().map(|g| g.delay_ns).sum(),
                     part_ns,
                 },
             );
         }
-        let busy: Vec<u64> = self
-            .parts
-            .iter()
-            .map(|cpus| cpus.iter().filter_map(|&c| bss.cpu_busy_ns.get(c)).sum())
-            .collect();
+        let busy: Vec<u64> = self.parts.iter().map(|cpus| self.busy_ns(cpus)).collect();
         let capacity: Vec<usize> = self.parts.iter().map(BTreeSet::len).collect();
         let now = std::time::Instant::now();
         let was_overfull = self.balancer.overfull.clone();
         let actions = self.balancer.period(now, &readings, &busy, &capacity);
-        if self.overfull_steal {
-            for (p, (&was, &is)) in was_overfull.iter().zip(&self.balancer.overfull).enumerate() {
-                if was != is {
-                    info!(
-                        "balancer: PART-{p} {} (demand {:.2}x its {} CPUs)",
-                        if is {
-                            "over-full: its groups' waiting tasks may be stolen at once"
-                        } else {
-                            "has room again: its groups' waiting tasks keep the steal wait"
-                        },
-                        self.balancer.relative_demand.get(p).copied().unwrap_or(0.0),
-                        capacity[p]
-                    );
-                }
+        for (p, (&was, &is)) in was_overfull.iter().zip(&self.balancer.overfull).enumerate() {
+            if was != is {
+                info!(
+                    "balancer: PART-{p} {} (demand {:.2}x its {} CPUs)",
+                    if is {
+                        "over-full: its groups' waiting tasks may be stolen at once"
+                    } else {
+                        "has room again: its groups' waiting tasks keep the steal wait"
+                    },
+                    self.balancer.relative_demand.get(p).copied().unwrap_or(0.0),
+                    capacity[p]
+                );
             }
         }
         let moves = actions

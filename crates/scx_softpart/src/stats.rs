@@ -16,6 +16,8 @@ use std::io::Write;
 pub struct RawCounters {
     pub run_home_ns: u64,
     pub run_away_ns: u64,
+    /// Of run_away_ns, charged while the home had an idle CPU.
+    pub run_away_room_ns: u64,
     pub spills: u64,
     pub returns: u64,
     pub delay_ns: u64,

@@ -215,7 +215,7 @@ fn start_policy(policy: &Policy) -> Result<Option<RunningScheduler>> {
                 .chain(args.iter().cloned())
                 .collect()
         }
-        Policy::External(cmd) => cmd.clone(),
+        Policy::External(cmd) | Policy::ExternalHomes(cmd) => cmd.clone(),
     };
     if read_trim(SCX_STATE) != "disabled" {
         bail!("sched_ext is {:?} before start", read_trim(SCX_STATE));
@@ -452,7 +452,9 @@ fn run_once(
                 write(cg.join("cpuset.cpus"), &cpus)?;
             }
             // SoftpartNoHomes: deliberately none.
-            if let (Policy::Softpart(_), Some(home)) = (policy, sc.home_cpus(g, topo)?) {
+            if let (Policy::Softpart(_) | Policy::ExternalHomes(_), Some(home)) =
+                (policy, sc.home_cpus(g, topo)?)
+            {
                 give_home(&cg, &home)?;
             }
             let cmd = sc.command_for(g, load, topo);

@@ -1,5 +1,5 @@
 //! Did the group balancer move a group while the window was measured?
-//! Issue 4 asks for no move in steady load after the initial settlement.
+//! The balancer promises no move in steady load after the initial settlement.
 //! `softpart stat` gives each group's move count since its cgroup appeared
 //! and the age of its last move; read after the window, that age alone
 //! cannot say whether the move fell in the window or while the groups

@@ -10,7 +10,6 @@ mod guest;
 mod phase;
 mod plan;
 mod reaction;
-mod reliability;
 mod scenario;
 mod table;
 mod watchdog;
@@ -68,7 +67,9 @@ struct RunOpts {
     scenarios: Vec<PathBuf>,
     /// Policies, comma-separated, overriding the scenario's: eevdf, pinned,
     /// softpart[:ARGS], softpart-nohome[:ARGS] (scx_softpart with no homes
-    /// given), external:COMMAND [ARGS].
+    /// given), external:COMMAND [ARGS] (another sched_ext scheduler),
+    /// external-homes:COMMAND [ARGS] (another scx_softpart build, e.g.
+    /// from scripts/build-rev.sh, given the groups' homes as softpart is).
     #[arg(long, value_delimiter = ',')]
     policies: Option<Vec<String>>,
     /// Repetitions per cell, overriding the scenario's.
@@ -304,7 +305,7 @@ fn boot_once(plan: &Plan, workdir: &Path) -> Result<GuestRun> {
         .iter()
         .flat_map(|ps| ps.policies.iter())
         .filter_map(|(_, p)| match p {
-            Policy::External(cmd) => cmd.first().cloned(),
+            Policy::External(cmd) | Policy::ExternalHomes(cmd) => cmd.first().cloned(),
             _ => None,
         })
         .collect();

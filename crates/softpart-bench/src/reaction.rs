@@ -141,7 +141,7 @@ pub fn main(o: ReactionOpts) -> Result<()> {
     let mut not_home_at_start = 0;
     let mut never_returned = 0;
     // Cycles where a new thread's very first run was outside the home: the
-    // spill happened at that wakeup (seed 000's "spill within one wakeup").
+    // spill happened at that wakeup ("spill within one wakeup").
     let mut first_run_away = 0;
     for _ in 0..o.cycles {
         // One thread fewer than the home has CPUs; let it settle.

@@ -183,11 +183,16 @@ pub enum Policy {
     SoftpartNoHomes(Vec<String>),
     /// Any other sched_ext scheduler: a command line.
     External(Vec<String>),
+    /// Another build of scx_softpart (scripts/build-rev.sh), a command
+    /// line: groups get their homes through the softpart CLI, as under
+    /// `Softpart`, so that an earlier behaviour runs beside the current
+    /// one in the same boot.
+    ExternalHomes(Vec<String>),
 }
 
 impl Policy {
     /// `eevdf`, `pinned`, `softpart[:ARGS]`, `softpart-nohome[:ARGS]`,
-    /// `external:COMMAND ARGS`.
+    /// `external:COMMAND ARGS`, `external-homes:COMMAND ARGS`.
     pub fn parse(s: &str) -> Result<Policy> {
         let (kind, rest) = match s.split_once(':') {
             Some((k, r)) => (k.trim(), Some(r)),
@@ -205,8 +210,11 @@ impl Policy {
             ("softpart", r) => Policy::Softpart(words(r)),
             ("softpart-nohome", r) => Policy::SoftpartNoHomes(words(r)),
             ("external", Some(r)) if !r.trim().is_empty() => Policy::External(words(Some(r))),
+            ("external-homes", Some(r)) if !r.trim().is_empty() => {
+                Policy::ExternalHomes(words(Some(r)))
+            }
             _ => bail!(
-                "unknown policy {s:?}: expected eevdf, pinned, softpart[:ARGS], softpart-nohome[:ARGS] or external:COMMAND [ARGS]"
+                "unknown policy {s:?}: expected eevdf, pinned, softpart[:ARGS], softpart-nohome[:ARGS], external:COMMAND [ARGS] or external-homes:COMMAND [ARGS]"
             ),
         })
     }
@@ -214,7 +222,10 @@ impl Policy {
     pub fn uses_sched_ext(&self) -> bool {
         matches!(
             self,
-            Policy::Softpart(_) | Policy::SoftpartNoHomes(_) | Policy::External(_)
+            Policy::Softpart(_)
+                | Policy::SoftpartNoHomes(_)
+                | Policy::External(_)
+                | Policy::ExternalHomes(_)
         )
     }
 }
@@ -592,6 +603,10 @@ home = { cpus = "4-7" }
         assert_eq!(
             Policy::parse("external:scx_bpfland -s 5000").unwrap(),
             Policy::External(vec!["scx_bpfland".into(), "-s".into(), "5000".into()])
+        );
+        assert_eq!(
+            Policy::parse("external-homes:scx_softpart-abc123 --diag").unwrap(),
+            Policy::ExternalHomes(vec!["scx_softpart-abc123".into(), "--diag".into()])
         );
         assert!(Policy::parse("external:").is_err());
         assert!(Policy::parse("pinned:x").is_err());

@@ -67,7 +67,7 @@ pub struct RunFigures {
     /// group's share of its CPU time in the NUMA node it used most, the
     /// mean over groups.
     pub exclusivity: Option<f64>,
-    /// The same share for the least exclusive group (issue 4 asks it of
+    /// The same share for the least exclusive group (the figure asked of
     /// every group).
     pub exclusivity_worst: Option<f64>,
     /// The longer observer read as a share of the window: the window's CPU

@@ -53,7 +53,7 @@ enum Cmd {
     },
     /// Print the group balancer's table: per balanced group, one line per
     /// partition "PART-N CPUS GROUP-LOAD PARTITION-LOAD", a star on the
-    /// group's home (seed 004's gb_stat); loads in CPUs' worth. Then the
+    /// group's home; loads in CPUs' worth. Then the
     /// partitions whose groups' demand over-fills them (their waiting
     /// tasks are stolen by idle CPUs elsewhere without the steal wait).
     Stat {
@@ -178,7 +178,7 @@ fn report(resp: Response) -> Result<()> {
     }
 }
 
-/// Seed 004's gb_stat, per balanced group.
+/// The balancer's per-group report (a gb_stat-style table), per balanced group.
 fn stat_table(v: &StatView) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();

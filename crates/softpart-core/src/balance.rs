@@ -1,4 +1,4 @@
-//! The group balancer's decision (seed 004), without a kernel: given each
+//! The group balancer's decision, without a kernel: given each
 //! partition's capacity and the load nobody balances there, and each
 //! balanced group's load and current home, where should groups live, and
 //! which one group moves this period?

@@ -1,55 +1,42 @@
-//! Names of scx_softpart's fast-path event counters, in `enum sp_stat`
-//! order (src/bpf/intf.h). `scx_softpart --monitor` prints them; the bench
-//! reads them back by name, so both take the list from here.
+//! scx_softpart's fast-path event counters, in `enum sp_stat` order, with
+//! what each counts: made at build time from the fast path's own list
+//! (bpf/include/softpart_events.h). `scx_softpart --monitor` prints them;
+//! the bench reads them back by name.
 
-pub const EVENT_NAMES: [&str; 49] = [
-    "pick_prev",
-    "pick_core_home",
-    "pick_sibling",
-    "pick_cpu_home",
-    "pick_prev_away",
-    "pick_near",
-    "pick_core_any",
-    "pick_cpu_any",
-    "pick_none",
-    "enqueue",
-    "kick",
-    "dispatch_own",
-    "dispatch_steal",
-    "home_resolve",
-    "return_idle",
-    "evict",
-    "visitor_yield",
-    "pick_kernel",
-    "enqueue_idle",
-    "dispatch_idle",
-    "idle_recheck",
-    "pick_waker",
-    "spill_queued",
-    "wake_preempt",
-    "spill_claimed",
-    "kthread_wait",
-    "put_back_held",
-    "held_skip",
-    "yield_kept",
-    "steal_deferred",
-    "steal_timer",
-    "yield_kept_away",
-    "put_back_same",
-    "put_back_moved",
-    "put_back_same_ns",
-    "put_back_moved_ns",
-    "ran_homeless_queued",
-    "put_back_held_away",
-    "xnode_wake_home",
-    "xnode_wake_away",
-    "xnode_evict",
-    "xnode_return",
-    "xnode_enqueue_idle",
-    "xnode_queue_own",
-    "xnode_queue_steal",
-    "xnode_other",
-    "passed_same_cpu",
-    "passed_same_node",
-    "passed_crossed",
-];
+include!(concat!(env!("OUT_DIR"), "/events.rs"));
+
+/// The events' names alone, in order.
+pub const EVENT_NAMES: [&str; EVENTS.len()] = {
+    let mut names = [""; EVENTS.len()];
+    let mut i = 0;
+    while i < EVENTS.len() {
+        names[i] = EVENTS[i].0;
+        i += 1;
+    }
+    names
+};
+
+/// Counted only with `scx_softpart --diag`.
+pub fn is_diag(name: &str) -> bool {
+    EVENTS
+        .iter()
+        .any(|(n, desc)| *n == name && desc.starts_with("diag:"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_lower_case_and_described() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, desc) in EVENTS {
+            assert!(seen.insert(name), "{name} twice");
+            assert_eq!(name, name.to_lowercase());
+            assert!(!desc.is_empty(), "{name}");
+        }
+        assert!(EVENT_NAMES.contains(&"xnode_other"));
+        assert!(is_diag("passed_crossed"));
+        assert!(!is_diag("dispatch_steal"));
+    }
+}

@@ -6,14 +6,14 @@
 //! over a queued task that ran within the wait, so that its own
 //! partition's CPUs take it) keeps a group inside its partition, which is
 //! what a balanced group is promised while the load fits the machine
-//! (issue 4: exclusivity of 95% or more). In a partition whose own
+//! (exclusivity of 95% or more). In a partition whose own
 //! demand is more than its CPUs, those CPUs do not get through the queue
 //! within the wait, and the other partitions' CPUs stood idle meanwhile:
 //! the balanced groups got 0.96-0.97x shared mode's CPU time, against
-//! 0.98x stealing at once (docs/experiments.md, "Evictions toward room").
+//! 0.98x stealing at once (docs/decisions.md).
 //! So a balanced group's queued tasks may be taken at once while its
 //! partition is over-full. Groups with an explicit home keep the wait
-//! everywhere: locality is what their operator asked for (issue 3).
+//! everywhere: locality is what their operator asked for.
 //!
 //! A partition at about its capacity is not over-full: there its queue
 //! is short and its own CPUs get to it within the wait. Demand includes
@@ -23,8 +23,7 @@
 //! CPU still read 1.15-1.28x in some partitions under TCG (the bench's
 //! own tasks beside it, and the waits they cause, count) and was marked;
 //! its queue is seldom non-empty (20-40 steals a run), and it kept
-//! 99.6-100% exclusivity either way (docs/experiments.md, "Over-full
-//! partitions").
+//! 99.6-100% exclusivity either way.
 
 use crate::balance::{Group, Part, relative_loads};
 
@@ -93,7 +92,7 @@ mod tests {
 
     #[test]
     fn a_fitting_load_is_not_overfull() {
-        // Issue 4's fitting hackbench cell: one group of ~2.9 CPUs' demand
+        // The balancer's fitting hackbench cell: one group of ~2.9 CPUs' demand
         // per 4-CPU partition.
         let parts = vec![part(4.0, 0.1); 4];
         let groups: Vec<Group> = (0..4).map(|p| group(2.9, Some(p))).collect();

@@ -4,13 +4,12 @@
 //!
 //! 1. prev, if idle and at home
 //! 2. an idle whole core at home (SMT only)
-//! 3. prev's SMT sibling, if idle and at home (seed 002)
-//! 4. an idle CPU at home (seed 003 bounds this scan in the BPF version)
+//! 3. prev's SMT sibling, if idle and at home
+//! 4. an idle CPU at home (`--scan-cores` bounds this scan in the BPF version)
 //! 5. a home CPU running a visitor (homed tasks only): owners first; only
-//!    a visitor whose own home has an idle CPU to go to, unless
-//!    `evict_always` (`--evict-always`)
+//!    a visitor whose own home has an idle CPU to go to
 //! 6. prev, if idle (away from home)
-//! 7. an idle CPU in the home's node(s) (seed 001)
+//! 7. an idle CPU in the home's node(s)
 //! 8. an idle whole core, then any idle CPU, in the allowed set
 //!
 //! With the softness flag set, steps 1-7 are skipped. A task without a home
@@ -49,7 +48,6 @@ pub struct Wakeup<'a> {
     /// CPUs running a homed task away from its home, each with that
     /// task's home (in the fast path, its home's partition).
     pub visitors: &'a BTreeMap<usize, BTreeSet<usize>>,
-    pub evict_always: bool,
     pub allowed_first: bool,
 }
 
@@ -89,7 +87,7 @@ impl Wakeup<'_> {
                 && let Some(&c) = home.iter().find(|c| {
                     self.visitors
                         .get(c)
-                        .is_some_and(|vhome| self.evict_always || self.idle_in(vhome).is_some())
+                        .is_some_and(|vhome| self.idle_in(vhome).is_some())
                 })
             {
                 return Some((c, Step::Evict));
@@ -150,7 +148,6 @@ mod tests {
                 prev,
                 idle: &idle,
                 visitors,
-                evict_always: false,
                 allowed_first: false,
             }
             .pick()
@@ -169,8 +166,7 @@ mod tests {
     }
 
     #[allow(clippy::type_complexity)]
-    fn wakeup_strategy()
-    -> impl Strategy<Value = (u8, u8, u8, u8, u8, usize, bool, bool, bool, bool)> {
+    fn wakeup_strategy() -> impl Strategy<Value = (u8, u8, u8, u8, u8, usize, bool, bool, bool)> {
         (
             1u8..=255,
             any::<u8>(),
@@ -181,13 +177,12 @@ mod tests {
             any::<bool>(),
             any::<bool>(),
             any::<bool>(),
-            any::<bool>(),
         )
     }
 
     proptest! {
         #[test]
-        fn invariants((a, h, i, v, vh, prev, smt, homed, af, always) in wakeup_strategy()) {
+        fn invariants((a, h, i, v, vh, prev, smt, homed, af) in wakeup_strategy()) {
             let allowed = set(a);
             let prev = if allowed.contains(&prev) { prev } else { *allowed.iter().next().unwrap() };
             let home: BTreeSet<usize> = set(h).intersection(&allowed).copied().collect();
@@ -197,7 +192,7 @@ mod tests {
                 set(v).into_iter().map(|c| (c, set(vh))).collect();
             let near = home.clone();
             let w = Wakeup { sibling: &SIB, smt, allowed: &allowed, home: &home, homed, near: &near,
-                             prev, idle: &idle, visitors: &visitors, evict_always: always,
+                             prev, idle: &idle, visitors: &visitors,
                              allowed_first: af };
             let pick = w.pick();
             // Never outside the allowed set: softpart never widens affinity.
@@ -215,17 +210,17 @@ mod tests {
             }
             // Evictions only for homed tasks, only of visitors at home, only
             // when home has no idle CPU.
-            // And, unless evicting always, only of a visitor whose own home
+            // And only of a visitor whose own home
             // has an idle CPU to go to.
             if let Some((c, Step::Evict)) = pick {
                 prop_assert!(homed && visitors.contains_key(&c) && home.contains(&c));
                 prop_assert!(!home.iter().any(|x| idle.contains(x)));
-                prop_assert!(always || visitors[&c].iter().any(|x| idle.contains(x)));
+                prop_assert!(visitors[&c].iter().any(|x| idle.contains(x)));
             }
             // A visitor whose home has room is always the one taken back
             // over spilling (owners first), with or without the rule.
             if !af && homed && !home.iter().any(|x| idle.contains(x))
-                && home.iter().any(|x| visitors.get(x).is_some_and(|vh| always || vh.iter().any(|y| idle.contains(y))))
+                && home.iter().any(|x| visitors.get(x).is_some_and(|vh| vh.iter().any(|y| idle.contains(y))))
             {
                 prop_assert_eq!(pick.map(|(_, s)| s), Some(Step::Evict));
             }

@@ -1,4 +1,4 @@
-//! Seed 000's softness rule. With the ratio `allowed:preferred`, a task's
+//! The softness rule. With the ratio `allowed:preferred`, a task's
 //! wakeup searches its whole allowed set first (instead of its home) once
 //! the home's utilisation exceeds the allowed set's by that ratio:
 //!

@@ -14,6 +14,7 @@ typedef unsigned long long u64;
 #endif
 
 #include "../../../../bpf/include/softpart_hist.h"
+#include "../../../../bpf/include/softpart_events.h"
 
 enum softpart_consts {
 	SP_MAX_CPUS = 512,
@@ -31,16 +32,6 @@ enum softpart_consts {
 	SP_PART_DSQ_BASE = 0,
 	/* Stats slots: one per home id, then one for tasks with no home. */
 	SP_NR_GROUP_SLOTS = SP_MAX_HOMES + 1,
-	/* delay_hists: the group slots, then one per partition. */
-	SP_NR_HISTS = SP_NR_GROUP_SLOTS + SP_MAX_PARTS,
-};
-
-/* Which spills wait in the home's queue (--queued-spill). */
-enum sp_queued_spill {
-	SP_QSPILL_OFF,
-	SP_QSPILL_SYNC,		/* the waker is about to sleep at the task's home */
-	SP_QSPILL_ALWAYS,
-	SP_QSPILL_OWNED,	/* sync, or the idle CPU's own partition just used it */
 };
 
 /* How far a task moved between two runs, nearest first. */
@@ -68,68 +59,13 @@ enum sp_via {
 	SP_NR_VIA,
 };
 
-/* Counters the fast path keeps, indexed by enum sp_stat. */
+/* The fast path's event counters (softpart_events.h), indexed by this. */
+#define SP_STAT_ENUM(name, desc) SP_STAT_##name,
 enum sp_stat {
-	SP_STAT_PICK_PREV,	/* wakeup: prev CPU idle and at home */
-	SP_STAT_PICK_CORE_HOME,	/* wakeup: idle whole core at home */
-	SP_STAT_PICK_SIBLING,	/* wakeup: idle SMT sibling of prev, at home */
-	SP_STAT_PICK_CPU_HOME,	/* wakeup: idle CPU at home */
-	SP_STAT_PICK_PREV_AWAY,	/* wakeup: prev CPU idle, outside home */
-	SP_STAT_PICK_NEAR,	/* wakeup: idle CPU in the home's node(s) */
-	SP_STAT_PICK_CORE_ANY,	/* wakeup: idle whole core elsewhere */
-	SP_STAT_PICK_CPU_ANY,	/* wakeup: idle CPU elsewhere */
-	SP_STAT_PICK_NONE,	/* wakeup: nothing idle, task queued */
-	SP_STAT_ENQUEUE,	/* tasks queued on a partition DSQ */
-	SP_STAT_KICK,		/* idle CPUs kicked to take queued work */
-	SP_STAT_DISPATCH_OWN,	/* a CPU took work from its own partition */
-	SP_STAT_DISPATCH_STEAL,	/* a CPU took work from another partition */
-	SP_STAT_HOME_RESOLVE,	/* a task's home looked up again */
-	SP_STAT_RETURN_IDLE,	/* an away task sent to an idle CPU at home */
-	SP_STAT_EVICT,		/* a visitor preempted so an owner runs at home */
-	SP_STAT_VISITOR_YIELD,	/* a visitor's CPU took its home's next turn */
-	SP_STAT_PICK_KERNEL,	/* wakeup away from home: scx_bpf_select_cpu_and() */
-	SP_STAT_ENQUEUE_IDLE,	/* queued with room at home: sent to its idle CPU */
-	SP_STAT_DISPATCH_IDLE,	/* a CPU found no work anywhere (goes idle) */
-	SP_STAT_IDLE_RECHECK,	/* a CPU going idle saw work queued meanwhile */
-	SP_STAT_PICK_WAKER,	/* sync wakeup: onto the waker's CPU (--wake-sync) */
-	SP_STAT_SPILL_QUEUED,	/* spill queued at home, the idle CPU kicked (--queued-spill) */
-	SP_STAT_WAKE_PREEMPT,	/* a wakeup with no idle CPU preempted a longer runner (--wakeup-preempt) */
-	SP_STAT_SPILL_CLAIMED,	/* wakeup away from home while a home CPU was handed a task not yet running */
-	SP_STAT_KTHREAD_WAIT,	/* a task requeued behind per-CPU kthreads waited for them on its CPU */
-	SP_STAT_PUT_BACK_HELD,	/* a task put back in its partition's queue, held for its CPU */
-	SP_STAT_HELD_SKIP,	/* a busy CPU left a queue head held for another CPU (kept prev) */
-	SP_STAT_YIELD_KEPT,	/* sched_yield() with nobody waiting: the task kept its slice */
-	SP_STAT_STEAL_DEFERRED,	/* dispatch() went idle leaving another partition's head, run too recently */
-	SP_STAT_STEAL_TIMER,	/* a deferred steal's timer fired (and kicked its CPU if idle) */
-	SP_STAT_YIELD_KEPT_AWAY,	/* of yield_kept: by a task away from home */
-	SP_STAT_PUT_BACK_SAME,	/* a held put-back ran next on the CPU it was held for */
-	SP_STAT_PUT_BACK_MOVED,	/* a held put-back ran next on another CPU */
-	SP_STAT_PUT_BACK_SAME_NS,	/* of put_back_same: ns from put-back to run, summed */
-	SP_STAT_PUT_BACK_MOVED_NS,	/* of put_back_moved: the same */
-	SP_STAT_RAN_HOMELESS_QUEUED,	/* a task with no home ran after waiting in a partition queue */
-	SP_STAT_PUT_BACK_HELD_AWAY,	/* of put_back_held: a visitor, held in its home's queue for the CPU it visits */
-	/*
-	 * A homed task ran on another node than last time, by the decision
-	 * that put it there (enum sp_via, in that order).
-	 */
-	SP_STAT_XNODE_WAKE_HOME,	/* wakeup onto an idle CPU at home */
-	SP_STAT_XNODE_WAKE_AWAY,	/* wakeup onto an idle CPU away from home (a spill) */
-	SP_STAT_XNODE_EVICT,	/* onto a home CPU taken back from a visitor */
-	SP_STAT_XNODE_RETURN,	/* enqueue() sent it home, to an idle CPU there */
-	SP_STAT_XNODE_ENQUEUE_IDLE,	/* enqueue() sent it to an idle CPU of its queue's partition */
-	SP_STAT_XNODE_QUEUE_OWN,	/* queued, taken by a CPU of that queue's partition */
-	SP_STAT_XNODE_QUEUE_STEAL,	/* queued, taken by another partition's CPU (a steal, or a visitor's home's turn) */
-	SP_STAT_XNODE_OTHER,	/* anything else (e.g. its first run) */
-	/*
-	 * A visitor switched out for a task with no home (the case of
-	 * hold_visitor_for_passing(), counted with --no-hold-visitors too)
-	 * ran next on that CPU, on another of its node, or on another node.
-	 */
-	SP_STAT_PASSED_SAME_CPU,
-	SP_STAT_PASSED_SAME_NODE,
-	SP_STAT_PASSED_CROSSED,
+	SP_EVENTS(SP_STAT_ENUM)
 	SP_NR_STATS,
 };
+#undef SP_STAT_ENUM
 
 /* Argument of the set_home syscall program. */
 struct sp_home_args {
@@ -140,7 +76,10 @@ struct sp_home_args {
 	u64 near[SP_CPU_WORDS];
 };
 
-/* Per group (home id, or no home), kept for the control plane's stats. */
+/*
+ * Per group (home id, or no home), per CPU: the control plane sums the
+ * CPUs (and by partition, for the balancer's per-partition CPU time).
+ */
 struct sp_group_stats {
 	u64 run_home_ns;
 	u64 run_away_ns;
@@ -153,6 +92,38 @@ struct sp_group_stats {
 	u64 migrations[SP_NR_DIST];
 };
 
+struct sp_hist {
+	u64 buckets[SP_HIST_NR_BUCKETS];
+};
+
+/*
+ * Per CPU: the event counters and what a partition's figures are summed
+ * from (its CPUs'), all written by that CPU only.
+ */
+struct sp_cpu_stats {
+	u64 events[SP_NR_STATS];
+	u64 delay_ns;	/* waits that ended on this CPU */
+	u64 nr_delays;
+	u64 steals;	/* tasks it took from other partitions */
+	u64 foreign_ns;	/* its time running tasks homed elsewhere */
+	struct sp_hist delay_hist;
+};
+
+/*
+ * Per-CPU scheduling state that other CPUs read, one cache line per CPU so
+ * that a CPU writing its own does not take another's line from it.
+ */
+struct sp_cpu_ctx {
+	u64 busy_ns;		/* time charged to tasks on it (utilisation) */
+	u64 owner_stopped_at;	/* a homed task stopped at home on it; 0 after a visitor */
+	u64 claimed_at;		/* --diag: handed a task while idle, not running it yet */
+	u32 visitor;		/* running a visitor: its home's partition + 1; else 0 */
+	u32 kthreads_queued;	/* per-CPU kthreads woken into its local queue, not run yet */
+	u32 scan_cursor;	/* where its bounded idle scan goes on */
+	u32 pad0;
+	u64 pad[3];
+};
+
 /* running() counts a cross-node move as SP_STAT_XNODE_WAKE_HOME + its sp_via. */
 #define SP_XNODE_OF(via) (SP_STAT_XNODE_WAKE_HOME + (via))
 _Static_assert(SP_XNODE_OF(SP_VIA_WAKE_AWAY) == SP_STAT_XNODE_WAKE_AWAY, "xnode order");
@@ -163,16 +134,6 @@ _Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_OWN) == SP_STAT_XNODE_QUEUE_OWN, "xnode 
 _Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_STEAL) == SP_STAT_XNODE_QUEUE_STEAL, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_OTHER) == SP_STAT_XNODE_OTHER, "xnode order");
 
-/* Per partition. */
-struct sp_part_stats {
-	u64 delay_ns;	/* waits that ended on one of its CPUs */
-	u64 nr_delays;
-	u64 steals;	/* tasks its CPUs took from other partitions */
-	u64 foreign_ns;	/* its CPUs' time running tasks homed elsewhere */
-};
-
-struct sp_hist {
-	u64 buckets[SP_HIST_NR_BUCKETS];
-};
+_Static_assert(sizeof(struct sp_cpu_ctx) == 64, "one cache line per CPU");
 
 #endif /* __SOFTPART_INTF_H */

@@ -1,12 +1,49 @@
-//! Guest tests for issue 5 (reliability): overload, affinity churn, CPU
-//! hotplug, cgroup churn, a killed control plane, permissions and a second
-//! kernel. Each reads one scenario of guest-tests/ (see checks.rs).
+//! Reliability: overload, affinity churn, CPU hotplug, cgroup churn, a
+//! killed control plane, permissions and a second kernel. Each reads one
+//! scenario of guest-tests/.
 
-use crate::checks::{Results, locality, probe_of};
+use super::{Check, Results, locality, probe_of};
 use crate::plan::RunResult;
 use anyhow::{Context, Result, bail};
 use softpart_core::control::StatView;
 use softpart_core::hist;
+
+pub(super) const TESTS: &[(&str, Check)] = &[
+    (
+        "overload_every_thread_runs_far_from_the_watchdog",
+        overload_every_thread_runs,
+    ),
+    (
+        "overload_keeps_homes_and_balancer",
+        overload_balancer_and_homes_active,
+    ),
+    (
+        "no_thread_runs_outside_its_allowed_cpus",
+        no_run_outside_allowed_set,
+    ),
+    ("hotplug_reattaches_without_stall", hotplug_no_stall),
+    ("hotplug_gives_every_home_back", hotplug_homes_come_back),
+    (
+        "cgroup_churn_leaves_no_map_entries",
+        cgroup_churn_leaves_nothing,
+    ),
+    (
+        "sigkill_falls_back_and_restart_resumes",
+        sigkill_falls_back_and_restart_resumes,
+    ),
+    (
+        "permissions_follow_sched_setaffinity",
+        permissions_follow_setaffinity,
+    ),
+    (
+        "second_kernel_loads_and_keeps_homes",
+        second_kernel_loads_and_homes_hold,
+    ),
+    (
+        "every_scheduler_exits_cleanly",
+        every_scheduler_exits_cleanly,
+    ),
+];
 
 /// The kernel's sched_ext watchdog fires after 30 s without a run; a wait
 /// must stay far below it.
@@ -96,7 +133,7 @@ fn stat_json(run: &RunResult) -> Result<StatView> {
     serde_json::from_str(out).with_context(|| format!("parsing softpart stat --json: {out}"))
 }
 
-pub fn overload_every_thread_runs(r: &Results) -> Result<String> {
+fn overload_every_thread_runs(r: &Results) -> Result<String> {
     let run = r.run("overload")?;
     attached(run)?;
     let threads: usize = run.groups.values().map(|g| g.threads).sum();
@@ -113,7 +150,7 @@ pub fn overload_every_thread_runs(r: &Results) -> Result<String> {
     ))
 }
 
-pub fn overload_balancer_and_homes_active(r: &Results) -> Result<String> {
+fn overload_balancer_and_homes_active(r: &Results) -> Result<String> {
     let run = r.run("overload")?;
     let v = stat_json(run)?;
     let placed = v.groups.iter().filter(|g| g.part.is_some()).count();
@@ -144,7 +181,7 @@ pub fn overload_balancer_and_homes_active(r: &Results) -> Result<String> {
 
 /// In every run of every scenario, no thread began a run on a CPU outside
 /// its allowed set (the overload's affinity churners included).
-pub fn no_run_outside_allowed_set(r: &Results) -> Result<String> {
+fn no_run_outside_allowed_set(r: &Results) -> Result<String> {
     r.run("overload")?;
     let (mut runs, mut cpu_s, mut churn_s) = (0, 0.0, 0.0);
     for run in &r.runs {
@@ -189,7 +226,7 @@ fn longest_step_s(log: &str) -> Option<f64> {
     times.windows(2).map(|w| w[1] - w[0]).reduce(f64::max)
 }
 
-pub fn hotplug_no_stall(r: &Results) -> Result<String> {
+fn hotplug_no_stall(r: &Results) -> Result<String> {
     let run = r.run("hotplug")?;
     attached(run)?;
     let (_, _, log) = probe_of(run, "cat /tmp/hotplug.log")?;
@@ -228,7 +265,7 @@ pub fn hotplug_no_stall(r: &Results) -> Result<String> {
     ))
 }
 
-pub fn hotplug_homes_come_back(r: &Results) -> Result<String> {
+fn hotplug_homes_come_back(r: &Results) -> Result<String> {
     let run = r.run("hotplug")?;
     let (_, c1, cg) = probe_of(
         run,
@@ -251,7 +288,7 @@ pub fn hotplug_homes_come_back(r: &Results) -> Result<String> {
     ))
 }
 
-pub fn cgroup_churn_leaves_nothing(r: &Results) -> Result<String> {
+fn cgroup_churn_leaves_nothing(r: &Results) -> Result<String> {
     let run = r.run("cgroup-churn")?;
     attached(run)?;
     let (_, _, log) = probe_of(run, "cat /tmp/churn.log")?;
@@ -285,7 +322,7 @@ pub fn cgroup_churn_leaves_nothing(r: &Results) -> Result<String> {
     ))
 }
 
-pub fn sigkill_falls_back_and_restart_resumes(r: &Results) -> Result<String> {
+fn sigkill_falls_back_and_restart_resumes(r: &Results) -> Result<String> {
     let run = r.run("kill-restart")?;
     if !run.early_exits.is_empty() {
         bail!("workloads died: {:?}", run.early_exits);
@@ -337,7 +374,7 @@ pub fn sigkill_falls_back_and_restart_resumes(r: &Results) -> Result<String> {
     ))
 }
 
-pub fn permissions_follow_setaffinity(r: &Results) -> Result<String> {
+fn permissions_follow_setaffinity(r: &Results) -> Result<String> {
     let run = r.run("permissions")?;
     let p = |prefix: &str| probe_of(run, prefix).map(|(_, c, o)| (*c, o.as_str()));
     let (c, out) = p(
@@ -376,7 +413,7 @@ pub fn permissions_follow_setaffinity(r: &Results) -> Result<String> {
     Ok("own task: set; root's task, cgroup and clear: refused, unchanged; mixed list: refused whole".into())
 }
 
-pub fn second_kernel_loads_and_homes_hold(r: &Results) -> Result<String> {
+fn second_kernel_loads_and_homes_hold(r: &Results) -> Result<String> {
     let sp = r.run_of("kernel-range", "softpart")?;
     let ev = r.run_of("kernel-range", "eevdf")?;
     attached(sp)?;
@@ -414,7 +451,7 @@ pub fn second_kernel_loads_and_homes_hold(r: &Results) -> Result<String> {
 
 /// Every scheduler the bench started exited cleanly on SIGINT, including
 /// those that reattached after hotplug.
-pub fn every_scheduler_exits_cleanly(r: &Results) -> Result<String> {
+fn every_scheduler_exits_cleanly(r: &Results) -> Result<String> {
     if r.exits.is_empty() {
         // Worded so that --only skips it when no scx_softpart policy ran.
         bail!("no scheduler exits recorded: no result from scenario with an scx_softpart policy");

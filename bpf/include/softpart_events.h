@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The fast path's event counters, one SP_EVENT(NAME, "what it counts") per
+ * line. The BPF side makes enum sp_stat from this list; softpart-core's
+ * build script reads the same lines to make EVENT_NAMES (NAME in lower
+ * case) and their descriptions, so the two cannot drift apart.
+ *
+ * The XNODE_* entries follow enum sp_via's order (intf.h checks it). The
+ * entries marked "diag" are counted only with --diag: they attribute
+ * experiments and cost work (a scan of the CPUs, per-task fields) that an
+ * operator's host need not pay for.
+ */
+#ifndef __SOFTPART_EVENTS_H
+#define __SOFTPART_EVENTS_H
+
+#define SP_EVENTS(SP_EVENT) \
+	SP_EVENT(PICK_PREV, "wakeups onto prev, idle and at home") \
+	SP_EVENT(PICK_CORE_HOME, "wakeups onto an idle whole core at home") \
+	SP_EVENT(PICK_SIBLING, "wakeups onto prev's idle SMT sibling at home") \
+	SP_EVENT(PICK_CPU_HOME, "wakeups onto an idle CPU at home") \
+	SP_EVENT(PICK_PREV_AWAY, "wakeups onto prev, idle, away from home") \
+	SP_EVENT(PICK_NEAR, "wakeups onto an idle CPU of the home's node(s)") \
+	SP_EVENT(PICK_CORE_ANY, "wakeups onto an idle whole core elsewhere") \
+	SP_EVENT(PICK_CPU_ANY, "wakeups onto an idle CPU elsewhere") \
+	SP_EVENT(PICK_NONE, "wakeups that found no idle CPU (queued)") \
+	SP_EVENT(PICK_KERNEL, "wakeups away from home placed by the kernel's scx_bpf_select_cpu_and()") \
+	SP_EVENT(ENQUEUE, "tasks queued on a partition queue") \
+	SP_EVENT(ENQUEUE_IDLE, "tasks queued with room at home, sent to the idle CPU instead") \
+	SP_EVENT(KICK, "idle CPUs kicked to take queued work") \
+	SP_EVENT(DISPATCH_OWN, "CPUs that took work from their own partition") \
+	SP_EVENT(DISPATCH_STEAL, "idle CPUs that took work from another partition (steals)") \
+	SP_EVENT(DISPATCH_IDLE, "CPUs that found no work anywhere (went idle)") \
+	SP_EVENT(IDLE_RECHECK, "CPUs going idle that saw work queued meanwhile") \
+	SP_EVENT(HOME_RESOLVE, "task homes looked up again after a change") \
+	SP_EVENT(RETURN_IDLE, "tasks away from home sent back to an idle CPU there") \
+	SP_EVENT(EVICT, "visitors preempted so that an owner runs at home") \
+	SP_EVENT(VISITOR_YIELD, "visitors' CPUs that gave a turn to the visitor's home queue") \
+	SP_EVENT(SPILL_QUEUED, "spills that waited in the home's queue, the idle CPU kicked") \
+	SP_EVENT(KTHREAD_WAIT, "tasks put back behind per-CPU kthreads that waited on their CPU") \
+	SP_EVENT(PUT_BACK_HELD, "tasks put back in their partition's queue, held for their CPU") \
+	SP_EVENT(PUT_BACK_HELD_AWAY, "of those, visitors held in their home's queue") \
+	SP_EVENT(HELD_SKIP, "busy CPUs that left a queue head held for another CPU") \
+	SP_EVENT(YIELD_KEPT, "sched_yield() calls with nobody waiting: the task kept its slice") \
+	SP_EVENT(YIELD_KEPT_AWAY, "of those, by a task away from home") \
+	SP_EVENT(STEAL_DEFERRED, "CPUs that went idle leaving another partition's head that ran too recently") \
+	SP_EVENT(STEAL_TIMER, "deferred steals' timers that fired") \
+	SP_EVENT(XNODE_WAKE_HOME, "cross-node moves: wakeup onto an idle CPU at home") \
+	SP_EVENT(XNODE_WAKE_AWAY, "cross-node moves: wakeup onto an idle CPU away from home (spill)") \
+	SP_EVENT(XNODE_EVICT, "cross-node moves: onto a home CPU taken back from a visitor") \
+	SP_EVENT(XNODE_RETURN, "cross-node moves: sent home to an idle CPU there") \
+	SP_EVENT(XNODE_ENQUEUE_IDLE, "cross-node moves: sent to an idle CPU of its queue's partition") \
+	SP_EVENT(XNODE_QUEUE_OWN, "cross-node moves: queued, taken by a CPU of that queue's partition") \
+	SP_EVENT(XNODE_QUEUE_STEAL, "cross-node moves: queued, taken by another partition's CPU") \
+	SP_EVENT(XNODE_OTHER, "cross-node moves: anything else (a first run)") \
+	SP_EVENT(SPILL_CLAIMED, "diag: spills while a home CPU was handed a task it did not run yet") \
+	SP_EVENT(PUT_BACK_SAME, "diag: held put-backs that ran next on the CPU they were held for") \
+	SP_EVENT(PUT_BACK_MOVED, "diag: held put-backs that ran next on another CPU") \
+	SP_EVENT(PASSED_SAME_CPU, "diag: visitors passed by a homeless task that ran next on that CPU") \
+	SP_EVENT(PASSED_SAME_NODE, "diag: ... on another CPU of its node") \
+	SP_EVENT(PASSED_CROSSED, "diag: ... on another node")
+
+#endif /* __SOFTPART_EVENTS_H */

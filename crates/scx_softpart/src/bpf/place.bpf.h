@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Where a waking task runs (select_cpu): at home first (prev, a whole idle
+ * core, prev's SMT sibling, any idle CPU, a CPU taken back from a
+ * visitor), then away from home, nearest first. softpart_core::placement
+ * models these steps and tests their order.
+ */
+#ifndef __SOFTPART_PLACE_BPF_H
+#define __SOFTPART_PLACE_BPF_H
+
+/*
+ * A home CPU running a visitor, claimed (so that two owners do not pick the
+ * same one), or -1. Only a visitor whose own home partition has an idle
+ * CPU is taken: evicted, it goes to that CPU, or queues at home with that
+ * CPU kicked to serve the queue. With no idle CPU there it could only
+ * queue at home, and the owner gets this CPU anyway at the visitor's slice
+ * end (dispatch() serves its own queue first); at a full machine such
+ * swaps cost CPU time and buy no locality (docs/decisions.md).
+ */
+static s32 claim_visitor_cpu(const struct cpumask *home)
+{
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+		const struct cpumask *vhome;
+		u32 v;
+
+		if (!cc)
+			break;
+		v = cc->visitor;
+		if (!v || !bpf_cpumask_test_cpu(cpu, home))
+			continue;
+		vhome = part_cpus(v - 1);
+		if (!vhome || !any_idle(vhome))
+			continue;
+		if (__sync_val_compare_and_swap(&cc->visitor, v, 0) == v)
+			return cpu;
+	}
+	return -1;
+}
+
+/*
+ * Does a CPU of @home run another partition's task? Then @home's queue is
+ * a visitor's way back: a home CPU reaching a slice end takes it, so its
+ * own visitor goes to its home's queue in turn, and two groups each
+ * running in the other's partition swap back. A visitor of such a home is
+ * not held where it is (hold_visitor_for_passing(), waiting behind
+ * kthreads): held, it kept swapped groups apart.
+ */
+static bool home_hosts_visitor(const struct cpumask *home)
+{
+	return any_cpu_marked(home, true);
+}
+
+/*
+ * An idle CPU away from home: in @near (the home's node(s), allowed part)
+ * first, then anywhere allowed; @allowed_first skips @near (softness).
+ * Where the kernel has scx_bpf_select_cpu_and() (6.16 and later), its
+ * topology-aware pick does this (prev, prev's SMT sibling, LLC, node, with
+ * the per-node idle masks when enabled); elsewhere, or with --no-idle-core
+ * (the kernel's pick always prefers whole idle cores), our own: prev, then
+ * @near, then whole cores, then any.
+ */
+static __always_inline s32 pick_away(struct task_struct *p, s32 prev, u64 wake_flags,
+				     const struct cpumask *near, bool is_homed,
+				     bool allowed_first)
+{
+	s32 cpu;
+
+	/*
+	 * Without SCX_WAKE_SYNC: with it the kernel may return the waker's
+	 * busy CPU, and the wakee would wait there while other CPUs idle.
+	 */
+	wake_flags &= ~SCX_WAKE_SYNC;
+	if (kernel_pick && __COMPAT_HAS_scx_bpf_select_cpu_and) {
+		if (near && !allowed_first) {
+			cpu = scx_bpf_select_cpu_and(p, prev, wake_flags, near, 0);
+			if (cpu >= 0) {
+				stat_inc(SP_STAT_PICK_KERNEL);
+				stat_inc(SP_STAT_PICK_NEAR);
+				return cpu;
+			}
+		}
+		cpu = scx_bpf_select_cpu_and(p, prev, wake_flags, p->cpus_ptr, 0);
+		if (cpu >= 0) {
+			stat_inc(SP_STAT_PICK_KERNEL);
+			stat_inc(SP_STAT_PICK_CPU_ANY);
+		}
+		return cpu;
+	}
+
+	if (!allowed_first) {
+		if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
+		    scx_bpf_test_and_clear_cpu_idle(prev)) {
+			stat_inc(is_homed ? SP_STAT_PICK_PREV_AWAY : SP_STAT_PICK_PREV);
+			return prev;
+		}
+		if (near) {
+			cpu = pick_idle(near, prev, 0);
+			if (cpu >= 0) {
+				stat_inc(SP_STAT_PICK_NEAR);
+				return cpu;
+			}
+		}
+	}
+	if (smt_enabled) {
+		cpu = pick_idle(p->cpus_ptr, prev, SCX_PICK_IDLE_CORE);
+		if (cpu >= 0) {
+			stat_inc(SP_STAT_PICK_CORE_ANY);
+			return cpu;
+		}
+	}
+	cpu = pick_idle(p->cpus_ptr, prev, 0);
+	if (cpu >= 0)
+		stat_inc(SP_STAT_PICK_CPU_ANY);
+	return cpu;
+}
+
+/*
+ * An idle CPU of @home, claimed: prev, a whole idle core, prev's SMT
+ * sibling (it shares prev's L1/L2), then any (or a bounded scan); or -1.
+ */
+static __always_inline s32 pick_at_home(const struct cpumask *home, s32 prev)
+{
+	s32 cpu;
+
+	if (bpf_cpumask_test_cpu(prev, home) && scx_bpf_test_and_clear_cpu_idle(prev)) {
+		stat_inc(SP_STAT_PICK_PREV);
+		return prev;
+	}
+	if (smt_enabled) {
+		cpu = pick_idle(home, prev, SCX_PICK_IDLE_CORE);
+		if (cpu >= 0) {
+			stat_inc(SP_STAT_PICK_CORE_HOME);
+			return cpu;
+		}
+		cpu = sibling_of(prev);
+		if (cpu != prev && bpf_cpumask_test_cpu(cpu, home) &&
+		    scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			stat_inc(SP_STAT_PICK_SIBLING);
+			return cpu;
+		}
+	}
+	cpu = scan_cores ? scan_bounded(home) : pick_idle(home, prev, 0);
+	if (cpu >= 0)
+		stat_inc(SP_STAT_PICK_CPU_HOME);
+	return cpu;
+}
+
+/*
+ * The CPU a waking task goes to, claimed, or -1 (nothing idle: it queues).
+ * *@evict: the CPU was taken back from a visitor, to be preempted. A task
+ * without a home treats the partition prev is in as one.
+ */
+static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
+			 struct task_ctx *tctx, bool *evict)
+{
+	const struct cpumask *home = NULL, *near = NULL;
+	struct home_ctx *h;
+	u32 hid = tctx->home_id;
+	s32 cpu;
+
+	if (homed(tctx)) {
+		home = home_of(tctx);
+		h = bpf_map_lookup_elem(&homes, &hid);
+		if (h && h->near)
+			near = cast_mask(h->near);
+		if (softness_says_allowed_first(hid))
+			return pick_away(p, prev, wake_flags, NULL, true, true);
+	} else {
+		home = and_allowed(p, tctx, part_cpus(part_of_cpu(prev)));
+	}
+
+	if (home) {
+		cpu = pick_at_home(home, prev);
+		if (cpu >= 0)
+			return cpu;
+		if (homed(tctx)) {
+			cpu = claim_visitor_cpu(home);
+			if (cpu >= 0) {
+				stat_inc(SP_STAT_EVICT);
+				*evict = true;
+				return cpu;
+			}
+		}
+	}
+
+	/* Home full: spill, nearest first. */
+	near = and_allowed(p, tctx, near);
+	cpu = pick_away(p, prev, wake_flags, near, homed(tctx), false);
+	if (diag && cpu >= 0 && home && any_cpu_marked(home, false))
+		stat_inc(SP_STAT_SPILL_CLAIMED);
+	return cpu;
+}
+
+/*
+ * A spill (a wakeup bound for idle @cpu away from home) waits in its
+ * home's queue instead, with @cpu kicked, when the waker says it is about
+ * to sleep (SCX_WAKE_SYNC, a pipe or socket write) on a CPU that serves
+ * that queue: that CPU is sure to free up soon and look there first, and
+ * whichever comes first, it or the kicked CPU, runs the task. Handed to
+ * @cpu's local queue, nothing else could take the task while @cpu wakes
+ * up. Other spills go straight to @cpu: tasks that wake each other by
+ * futex or yield would take a queued task back at home while the kicked
+ * CPU woke to nothing (docs/decisions.md).
+ */
+static bool queue_spill(struct task_struct *p, struct task_ctx *tctx, s32 prev, s32 cpu,
+			u64 wake_flags)
+{
+	s32 this_cpu = bpf_get_smp_processor_id();
+	u32 part;
+
+	if (!(wake_flags & SCX_WAKE_SYNC) ||
+	    (bpf_get_current_task_btf()->flags & PF_EXITING))
+		return false;
+	if (homed(tctx)) {
+		const struct cpumask *home = home_of(tctx);
+
+		if (!home || bpf_cpumask_test_cpu(cpu, home))
+			return false;
+		part = home_part(home);
+	} else {
+		/* Its partition is prev's; one it may run in (as in enqueue()). */
+		part = part_of_cpu(prev);
+		if (part_of_cpu(cpu) == part || !bpf_cpumask_test_cpu(prev, p->cpus_ptr))
+			return false;
+	}
+	if (part_of_cpu(this_cpu) != part || !bpf_cpumask_test_cpu(this_cpu, p->cpus_ptr))
+		return false;
+	queue_in_part(p, tctx, part, 0);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	stat_inc(SP_STAT_SPILL_QUEUED);
+	return true;
+}
+
+#endif /* __SOFTPART_PLACE_BPF_H */

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The partition queues' rules: tasks held for the CPU that put them back,
+ * visitors' turns, and steals by idle CPUs of other partitions, deferred
+ * on CPUs their owners just used with a per-CPU timer bounding the wait.
+ */
+#ifndef __SOFTPART_QUEUE_BPF_H
+#define __SOFTPART_QUEUE_BPF_H
+
+/*
+ * One timer per CPU, for deferred steals (see head_stealable()): it kicks
+ * its CPU, if still idle, when the head it passed over may be taken.
+ */
+struct steal_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct steal_timer);
+} steal_timers SEC(".maps");
+
+static int steal_timer_fired(void *map, u32 *key, struct steal_timer *st)
+{
+	scx_bpf_kick_cpu(*key, SCX_KICK_IDLE);
+	stat_inc(SP_STAT_STEAL_TIMER);
+	return 0;
+}
+
+static s32 init_steal_timers(void)
+{
+	struct steal_timer *st;
+	u32 cpu;
+	s32 ret;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		u32 key = cpu;
+
+		st = bpf_map_lookup_elem(&steal_timers, &key);
+		if (!st)
+			break;
+		ret = bpf_timer_init(&st->timer, &steal_timers, CLOCK_MONOTONIC);
+		if (ret) {
+			scx_bpf_error("failed to init the steal timer of CPU %u: %d", cpu, ret);
+			return ret;
+		}
+		bpf_timer_set_callback(&st->timer, steal_timer_fired);
+	}
+	return 0;
+}
+
+/* Kick @cpu (the calling CPU, going idle) at @ready_at. */
+static void arm_steal_timer(s32 cpu, u64 now, u64 ready_at)
+{
+	struct steal_timer *st;
+	u32 key = cpu;
+
+	st = bpf_map_lookup_elem(&steal_timers, &key);
+	if (!st)
+		return;
+	/* Pinned: the timer's interrupt wakes the CPU it kicks. */
+	bpf_timer_start(&st->timer, time_before(now, ready_at) ? ready_at - now : 1,
+			BPF_F_TIMER_CPU_PIN);
+}
+
+/*
+ * What the head of a partition queue says of itself: its context (NULL if
+ * it has none) and vtime; @found false when the queue is empty. Read
+ * inside the iteration: the task itself is not kept past it.
+ */
+struct queue_head {
+	struct task_ctx *tctx;
+	u64 vtime;
+	bool found;
+};
+
+static __always_inline struct queue_head queue_head(u32 part)
+{
+	struct queue_head qh = {};
+	struct task_struct *head;
+
+	bpf_for_each(scx_dsq, head, part_dsq(part), 0) {
+		qh.tctx = lookup_tctx(head);
+		qh.vtime = head->scx.dsq_vtime;
+		qh.found = true;
+		break;
+	}
+	return qh;
+}
+
+/*
+ * Is a queued task held for the CPU that put it back (for up to a slice)?
+ * held_for_other(): for a CPU other than @cpu.
+ */
+static __always_inline bool held_now(const struct task_ctx *tctx)
+{
+	return tctx && tctx->put_back_at &&
+	       time_before(now_ns(), tctx->put_back_at + slice_ns);
+}
+
+static __always_inline bool held_for_other(const struct task_ctx *tctx, s32 cpu)
+{
+	return held_now(tctx) && tctx->put_back_cpu != cpu;
+}
+
+/*
+ * Is the head of @part's queue a task another CPU put back there less than
+ * a slice ago? That CPU takes it back when its turn ends; a CPU still busy
+ * with its own task (@cpu) leaves it, instead of displacing its task into
+ * the queue, where the next CPU to reach a slice end would take that one,
+ * and so on: one extra runnable task would move every task it passed on
+ * its way. EEVDF queues the displaced task on its own CPU. A CPU about to
+ * go idle does not ask, so no CPU idles while a held task waits.
+ */
+static bool head_held_elsewhere(u32 part, s32 cpu)
+{
+	struct queue_head qh = queue_head(part);
+
+	return qh.found && held_for_other(qh.tctx, cpu);
+}
+
+/*
+ * May a CPU of another partition take @part's head now? With @defer (see
+ * owners_recent()), only once the head has not run for steal_defer_ns:
+ * until then its own partition's CPUs, where its cache is, are likely to
+ * free up first, and the thief's own tasks to want it back. EEVDF's
+ * balancer defers a pull the same way (task_hot()). A head that may not
+ * be taken yet lowers *@ready_at (0: none yet) to when it may; the caller
+ * arms its CPU's timer for then, so "if there is idle, we use it" holds
+ * within steal_defer_ns. A balanced group's head in a partition its groups
+ * over-fill is taken at once (steal_now[], from softpart_core::overfull):
+ * that partition's CPUs do not get through its queue within the wait. So
+ * is a head held for @cpu (a visitor it switched out for a passing task).
+ */
+static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
+{
+	struct queue_head qh = queue_head(part);
+	struct task_ctx *tctx = qh.tctx;
+	u64 at;
+
+	if (!qh.found)
+		return false;
+	at = tctx ? tctx->stopped_at : 0;
+	if (!defer || !at || !time_before(now, at + steal_defer_ns) ||
+	    (tctx && home_steals_now(tctx->home_id)) ||
+	    (held_now(tctx) && tctx->put_back_cpu == cpu))
+		return true;
+	if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
+		*ready_at = at + steal_defer_ns;
+	return false;
+}
+
+/*
+ * @prev runs on @cpu away from its home while a task queued at its home has
+ * waited longer on the vtime clock than @prev has run: @cpu should take
+ * the next turn from that queue (*@part), so that an instance bursting out
+ * of a full home shares the spill CPUs among its tasks instead of the
+ * first to spill keeping them. Only visitors yield, so a partition's own
+ * tasks are never displaced by another partition's queue.
+ */
+static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
+{
+	struct task_ctx *tctx = lookup_tctx(prev);
+	const struct cpumask *home;
+	struct queue_head qh;
+
+	if (!tctx)
+		return false;
+	refresh_home(prev, tctx);
+	home = home_of(tctx);
+	if (!home || bpf_cpumask_test_cpu(cpu, home))
+		return false;
+	*part = home_part(home);
+	qh = queue_head(*part);
+	/*
+	 * By more than a slice: rotating costs two migrations. Not a head
+	 * held for another CPU: that CPU takes it back.
+	 */
+	return qh.found && time_before(qh.vtime + slice_ns, prev->scx.dsq_vtime) &&
+	       !held_for_other(qh.tctx, cpu);
+}
+
+/*
+ * @prev, a visitor on @cpu, is about to be switched out at its slice end
+ * for the head of @cpu's partition queue (@own). A head with no home (a
+ * daemon, an unbound kthread, the scheduler's own thread) passes through:
+ * @prev is held in its home's queue for @cpu, which takes it back when
+ * that task is done, as it would its own partition's task. Unheld, the
+ * next home CPU to reach a slice end took it and put its own task in the
+ * queue in its place, and so on round the nodes, while CPUs of the node
+ * it left went idle. Not while its home runs a visitor
+ * (home_hosts_visitor()). Returns @prev's context if it was marked, for
+ * dispatch() to unmark if nothing moved.
+ */
+static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev, s32 cpu, u32 own)
+{
+	struct task_ctx *tctx = lookup_tctx(prev), *hctx;
+	const struct cpumask *home;
+
+	if (!tctx)
+		return NULL;
+	home = home_of(tctx);
+	if (!home || bpf_cpumask_test_cpu(cpu, home))
+		return NULL;
+	hctx = queue_head(own).tctx;
+	if (!hctx || homed(hctx) || home_hosts_visitor(home))
+		return NULL;
+	tctx->hold_away = 1;
+	if (diag)
+		tctx->passed_cpu = cpu + 1;
+	return tctx;
+}
+
+/*
+ * The CPU's last runnable task keeps running there. The kernel leaves the
+ * follow-up to us (SCX_ENQ_LAST): without the kick the CPU would idle with
+ * the task sitting in its local DSQ.
+ */
+static __always_inline void keep_last(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+#endif /* __SOFTPART_QUEUE_BPF_H */

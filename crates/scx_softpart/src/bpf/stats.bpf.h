@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Statistics, all per CPU: the event counters, each group's run time,
+ * waits and migrations, and the run-delay histograms. A CPU writes only
+ * its own copy, with plain adds; the control plane sums the CPUs. Nothing
+ * here is shared between CPUs, so counting costs no cache-line traffic on
+ * a large machine.
+ */
+#ifndef __SOFTPART_STATS_BPF_H
+#define __SOFTPART_STATS_BPF_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sp_cpu_stats);
+} cpu_stats SEC(".maps");
+
+/* Per group slot (home id, or SP_NO_HOME for the tasks without one). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_NR_GROUP_SLOTS);
+	__type(key, u32);
+	__type(value, struct sp_group_stats);
+} group_stats SEC(".maps");
+
+/*
+ * Run-delay histograms per group slot: only for the slots in use (the
+ * control plane adds a slot's entry when it defines the home), as a
+ * histogram per slot per CPU for every possible home would take megabytes
+ * on a large machine.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_NR_GROUP_SLOTS);
+	__type(key, u32);
+	__type(value, struct sp_hist);
+} group_hists SEC(".maps");
+
+static __always_inline struct sp_cpu_stats *this_cpu_stats(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_stats, &zero);
+}
+
+static __always_inline void stat_inc(enum sp_stat idx)
+{
+	struct sp_cpu_stats *cs = this_cpu_stats();
+
+	if (cs && idx < SP_NR_STATS)
+		cs->events[idx]++;
+}
+
+/* A home id's stats slot: its own, or the no-home one. */
+static __always_inline u32 stats_slot(u32 hid)
+{
+	return hid > SP_NO_HOME ? SP_NO_HOME : hid;
+}
+
+static __always_inline struct sp_group_stats *group_stats_of(u32 hid)
+{
+	u32 slot = stats_slot(hid);
+
+	return bpf_map_lookup_elem(&group_stats, &slot);
+}
+
+static __always_inline void hist_add(struct sp_hist *h, u64 v)
+{
+	u32 idx = sp_hist_bucket(v);
+
+	if (h && idx < SP_HIST_NR_BUCKETS)
+		h->buckets[idx]++;
+}
+
+static __always_inline enum sp_dist migration_dist(s32 from, s32 to)
+{
+	if (cpu_attr(cpu_core, from) == cpu_attr(cpu_core, to))
+		return SP_DIST_SMT;
+	if (cpu_attr(cpu_llc, from) == cpu_attr(cpu_llc, to))
+		return SP_DIST_LLC;
+	if (cpu_attr(cpu_node, from) == cpu_attr(cpu_node, to))
+		return SP_DIST_NODE;
+	return SP_DIST_XNODE;
+}
+
+/* A wait of @delay that ended with a task of @hid starting on this CPU. */
+static void record_delay(u32 hid, struct sp_group_stats *gs, u64 delay)
+{
+	struct sp_cpu_stats *cs = this_cpu_stats();
+	u32 slot = stats_slot(hid);
+
+	if (gs) {
+		gs->delay_ns += delay;
+		gs->nr_delays++;
+	}
+	hist_add(bpf_map_lookup_elem(&group_hists, &slot), delay);
+	if (cs) {
+		cs->delay_ns += delay;
+		cs->nr_delays++;
+		hist_add(&cs->delay_hist, delay);
+	}
+}
+
+static __always_inline void count_steal(void)
+{
+	struct sp_cpu_stats *cs = this_cpu_stats();
+
+	if (cs)
+		cs->steals++;
+}
+
+static __always_inline void count_foreign(u64 ran)
+{
+	struct sp_cpu_stats *cs = this_cpu_stats();
+
+	if (cs)
+		cs->foreign_ns += ran;
+}
+
+#endif /* __SOFTPART_STATS_BPF_H */

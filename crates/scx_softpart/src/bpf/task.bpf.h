@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Each task's context, and its home: its own (set by the control plane,
+ * inherited at fork), else its cgroup's or the nearest ancestor's, always
+ * intersected with its allowed CPUs (softpart never widens affinity).
+ */
+#ifndef __SOFTPART_TASK_BPF_H
+#define __SOFTPART_TASK_BPF_H
+
+/* Most slices a task is queued ahead of the vtime clock (see task_vtime()). */
+#define SP_MAX_LEAD 10
+
+struct home_ctx {
+	struct bpf_cpumask __kptr *cpus;
+	/* The home's NUMA node(s): where to spill first. */
+	struct bpf_cpumask __kptr *near;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_MAX_HOMES);
+	__type(key, u32);
+	__type(value, struct home_ctx);
+} homes SEC(".maps");
+
+/* tid -> home id. Written by the control plane, and here at fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_MAX_TASK_HOMES);
+	__type(key, u32);
+	__type(value, u32);
+} task_homes SEC(".maps");
+
+/* cgroup v2 id -> home id. Written by the control plane. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_MAX_CGROUP_HOMES);
+	__type(key, u64);
+	__type(value, u32);
+} cgroup_homes SEC(".maps");
+
+struct task_ctx {
+	/* home ∩ allowed, valid while home_id != SP_NO_HOME */
+	struct bpf_cpumask __kptr *home;
+	/* scratch: partition ∩ allowed, near ∩ allowed */
+	struct bpf_cpumask __kptr *scratch;
+	u64 gen;		/* homes_gen the home was resolved at */
+	u64 started_ns;		/* last charged */
+	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
+	s32 last_cpu;		/* where it last ran; -1 before its first run */
+	u32 home_id;
+	u32 at_home;		/* 0 away, 1 at home, 2 not yet run */
+	/* a per-CPU kthread counted in kthreads_queued, not yet run */
+	u32 kthread_queued;
+	/* first of the checks in a row that saw room at home while away; 0: none */
+	u64 room_since;
+	/* put back in its CPU's partition queue: held for put_back_cpu; 0: not */
+	u64 put_back_at;
+	s32 put_back_cpu;
+	/* queued in a partition queue, not yet run: that partition + 1; 0: not */
+	u32 part_queued;
+	/* when it last stopped running; 0 before its first run */
+	u64 stopped_at;
+	/* what put it where it runs next (enum sp_via), for SP_STAT_XNODE_* */
+	u32 via;
+	/* a visitor its CPU switches out for a task with no home: hold it there */
+	u32 hold_away;
+	/* --diag: the CPU that passed this visitor for a homeless task, + 1 */
+	u32 passed_cpu;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct task_ctx *lookup_tctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/*
+ * The home of the task's cgroup or of its nearest ancestor that has one.
+ * The default hierarchy's cgroup, not scx_bpf_task_cgroup()'s: that one is
+ * the cpu controller's, which is the root unless the controller is enabled
+ * down to the task.
+ */
+static u32 cgroup_home(struct task_struct *p)
+{
+	struct cgroup *cg, *anc;
+	u32 home = SP_NO_HOME, *h;
+	int level, i;
+
+	cg = p->cgroups->dfl_cgrp;
+	if (!cg)
+		return SP_NO_HOME;
+	level = cg->level;
+	bpf_for(i, 0, SP_MAX_CGROUP_DEPTH) {
+		u64 id;
+
+		if (level - i < 0)
+			break;
+		anc = bpf_cgroup_ancestor(cg, level - i);
+		if (!anc)
+			break;
+		id = anc->kn->id;
+		bpf_cgroup_release(anc);
+		h = bpf_map_lookup_elem(&cgroup_homes, &id);
+		if (h) {
+			home = *h;
+			break;
+		}
+	}
+	return home;
+}
+
+/* Looks the task's home up again if any home changed since it last did. */
+static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
+{
+	u32 tid = p->pid, home, *th;
+	struct home_ctx *h;
+
+	if (tctx->gen == homes_gen)
+		return;
+	tctx->gen = homes_gen;
+	tctx->home_id = SP_NO_HOME;
+	stat_inc(SP_STAT_HOME_RESOLVE);
+
+	th = bpf_map_lookup_elem(&task_homes, &tid);
+	home = th ? *th : cgroup_home(p);
+	if (home >= SP_MAX_HOMES)
+		return;
+	h = bpf_map_lookup_elem(&homes, &home);
+	if (!h || !h->cpus || !tctx->home)
+		return;
+	/* A home wholly outside the allowed set is ignored. */
+	if (bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))
+		tctx->home_id = home;
+}
+
+static __always_inline bool homed(struct task_ctx *tctx)
+{
+	return tctx->home_id < SP_MAX_HOMES && tctx->home;
+}
+
+/* The partition whose queue a homed task waits in: its home's first CPU's. */
+static __always_inline u32 home_part(const struct cpumask *home)
+{
+	return part_of_cpu(bpf_cpumask_first(home));
+}
+
+/*
+ * The task's home ∩ allowed, or NULL without one. Loaded once, so that the
+ * verifier sees the very pointer that was checked.
+ */
+static __always_inline const struct cpumask *home_of(struct task_ctx *tctx)
+{
+	struct bpf_cpumask *home = tctx->home;
+
+	if (tctx->home_id >= SP_MAX_HOMES || !home)
+		return NULL;
+	return cast_mask(home);
+}
+
+/* The homed task runs on @cpu away from its home: a visitor there. */
+static __always_inline bool away_on(struct task_ctx *tctx, s32 cpu)
+{
+	const struct cpumask *home = home_of(tctx);
+
+	return home && !bpf_cpumask_test_cpu(cpu, home);
+}
+
+/* Scratch := a ∩ allowed; NULL if that cannot be built or is empty. */
+static const struct cpumask *and_allowed(struct task_struct *p, struct task_ctx *tctx,
+					 const struct cpumask *a)
+{
+	if (!a || !tctx->scratch)
+		return NULL;
+	if (!bpf_cpumask_and(tctx->scratch, a, p->cpus_ptr))
+		return NULL;
+	return cast_mask(tctx->scratch);
+}
+
+/* Global vtime clock: the largest vtime a task has started running with. */
+static u64 vtime_now;
+
+/*
+ * Where a task queues on the vtime clock: a sleeper keeps at most
+ * slice_lag_ns of credit, and no task is put further ahead than one slice
+ * scaled by its weight, i.e. what one whole slice costs it (a nice-19
+ * task is charged 100x per ns run), and never more than SP_MAX_LEAD
+ * slices. The first bound is EEVDF's on a request's virtual deadline; the
+ * second keeps the wait of a very low weight task (nice > 10) from
+ * growing with the overload times its weight, towards the kernel's 30 s
+ * watchdog: such tasks get up to 1/SP_MAX_LEAD of a nice-0 task's share
+ * instead of 1/100 when CPUs are contended.
+ */
+static __always_inline u64 task_vtime(struct task_struct *p)
+{
+	u64 vtime = p->scx.dsq_vtime;
+	u64 ahead = slice_ns * 100 / (p->scx.weight ? p->scx.weight : 1);
+
+	if (ahead > SP_MAX_LEAD * slice_ns)
+		ahead = SP_MAX_LEAD * slice_ns;
+
+	if (time_before(vtime, vtime_now - slice_lag_ns))
+		vtime = vtime_now - slice_lag_ns;
+	else if (time_before(vtime_now + ahead, vtime))
+		vtime = vtime_now + ahead;
+	return vtime;
+}
+
+/* Queue @p in @part's queue by vtime, remembering where it waits. */
+static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
+					  u32 part, u64 enq_flags)
+{
+	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, task_vtime(p), enq_flags);
+	if (tctx)
+		tctx->part_queued = part + 1;
+}
+
+#endif /* __SOFTPART_TASK_BPF_H */

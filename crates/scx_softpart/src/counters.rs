@@ -1,0 +1,125 @@
+//! Reading the fast path's statistics. Each CPU keeps its own copy
+//! (src/bpf/stats.bpf.h), so that counting shares no cache line between
+//! CPUs; this sums them, by group and by partition.
+
+use crate::bpf_intf::{sp_cpu_stats, sp_group_stats, sp_hist};
+use crate::bpf_skel::BpfMaps;
+use crate::stats::RawCounters;
+use libbpf_rs::{MapCore, MapFlags};
+use std::collections::BTreeSet;
+
+/// A value of a per-CPU map, read from its bytes.
+fn read<T: Copy>(bytes: &[u8]) -> Option<T> {
+    // SAFETY: T is a plain C struct (bindgen) and `bytes` holds at least
+    // size_of::<T>() bytes; the read makes no alignment assumption.
+    (bytes.len() >= size_of::<T>())
+        .then(|| unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) })
+}
+
+/// One value per possible CPU (index = CPU id) of a per-CPU map's entry;
+/// empty if the entry is missing.
+fn per_cpu<T: Copy>(map: &impl MapCore, key: u32) -> Vec<T> {
+    map.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
+        .ok()
+        .flatten()
+        .map(|cpus| cpus.iter().filter_map(|b| read(b)).collect())
+        .unwrap_or_default()
+}
+
+/// Each CPU's event counters and partition figures.
+pub(crate) fn cpu_stats(maps: &BpfMaps) -> Vec<sp_cpu_stats> {
+    per_cpu(&maps.cpu_stats, 0)
+}
+
+/// The event counters, summed over the CPUs, in `enum sp_stat` order.
+pub(crate) fn events(cpus: &[sp_cpu_stats]) -> Vec<u64> {
+    let mut sum = vec![0u64; crate::EVENT_NAMES.len()];
+    for c in cpus {
+        for (s, v) in sum.iter_mut().zip(c.events) {
+            *s += v;
+        }
+    }
+    sum
+}
+
+/// A group slot's counters, one per CPU.
+pub(crate) fn group_per_cpu(maps: &BpfMaps, slot: u32) -> Vec<sp_group_stats> {
+    per_cpu(&maps.group_stats, slot)
+}
+
+/// A group slot's run-delay histogram, summed over the CPUs.
+fn group_hist(maps: &BpfMaps, slot: u32) -> Vec<u64> {
+    sum_hists(per_cpu::<sp_hist>(&maps.group_hists, slot).iter())
+}
+
+fn sum_hists<'a>(hists: impl Iterator<Item = &'a sp_hist>) -> Vec<u64> {
+    let mut sum = Vec::new();
+    for h in hists {
+        sum.resize(h.buckets.len(), 0);
+        for (s, v) in sum.iter_mut().zip(h.buckets) {
+            *s += v;
+        }
+    }
+    sum
+}
+
+/// A group slot's counters, summed over the CPUs.
+pub(crate) fn group(maps: &BpfMaps, slot: u32) -> RawCounters {
+    let mut raw = RawCounters {
+        delay_hist: group_hist(maps, slot),
+        ..Default::default()
+    };
+    for g in group_per_cpu(maps, slot) {
+        raw.run_home_ns += g.run_home_ns;
+        raw.run_away_ns += g.run_away_ns;
+        raw.run_away_room_ns += g.run_away_room_ns;
+        raw.spills += g.spills;
+        raw.returns += g.returns;
+        raw.delay_ns += g.delay_ns;
+        raw.nr_delays += g.nr_delays;
+        for (m, v) in raw.migrations.iter_mut().zip(g.migrations) {
+            *m += v;
+        }
+    }
+    raw
+}
+
+/// A group's CPU time on each partition's CPUs (run at home or away).
+pub(crate) fn group_part_ns(per_cpu: &[sp_group_stats], parts: &[BTreeSet<usize>]) -> Vec<u64> {
+    parts
+        .iter()
+        .map(|cpus| {
+            cpus.iter()
+                .filter_map(|&c| per_cpu.get(c))
+                .map(|g| g.run_home_ns + g.run_away_ns)
+                .sum()
+        })
+        .collect()
+}
+
+/// A partition's counters: the sum of its CPUs'.
+pub(crate) fn partition(cpus_stats: &[sp_cpu_stats], cpus: &BTreeSet<usize>) -> RawCounters {
+    let mut raw = RawCounters::default();
+    let mine: Vec<&sp_cpu_stats> = cpus.iter().filter_map(|&c| cpus_stats.get(c)).collect();
+    for c in &mine {
+        raw.delay_ns += c.delay_ns;
+        raw.nr_delays += c.nr_delays;
+        raw.steals += c.steals;
+        raw.foreign_ns += c.foreign_ns;
+    }
+    raw.delay_hist = sum_hists(mine.iter().map(|c| &c.delay_hist));
+    raw
+}
+
+/// Zeroes a group slot's counters and gives it a histogram, for a home id
+/// taken by a new group.
+pub(crate) fn reset_group(maps: &BpfMaps, slot: u32) -> anyhow::Result<()> {
+    let ncpus = libbpf_rs::num_possible_cpus()?;
+    let key = slot.to_ne_bytes();
+    let zeros = |size: usize| vec![vec![0u8; size]; ncpus];
+    maps.group_stats
+        .update_percpu(&key, &zeros(size_of::<sp_group_stats>()), MapFlags::ANY)?;
+    maps.group_hists
+        .update_percpu(&key, &zeros(size_of::<sp_hist>()), MapFlags::ANY)?;
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! Loading the fast path: the partitions of this attachment, the ops
+//! flags and the read-only data the BPF program is given before load, and
+//! what the log says once it is attached.
+
+use crate::bpf_intf;
+use crate::bpf_skel::*;
+use crate::cli::{Opts, steal_defer_us};
+use crate::machine::Machine;
+use crate::partitions;
+use anyhow::{Context, Result};
+use libbpf_rs::OpenObject;
+use log::{info, warn};
+use scx_utils::{Topology, scx_ops_open};
+use std::collections::BTreeSet;
+use std::mem::MaybeUninit;
+
+/// The machine as this attachment sees it.
+pub(crate) struct Layout<'m> {
+    pub(crate) topo: &'m Topology,
+    pub(crate) machine: &'m Machine,
+    pub(crate) parts: &'m [BTreeSet<usize>],
+    pub(crate) nr_cpu_ids: usize,
+}
+
+/// This attachment's partitions: the ones given (--partitions or the
+/// config), less the CPUs offline now, or one per node or LLC from the
+/// topology.
+pub(crate) fn partitions(
+    explicit: Option<&[BTreeSet<usize>]>,
+    topo: &Topology,
+    machine: &Machine,
+) -> Result<Vec<BTreeSet<usize>>> {
+    Ok(match explicit {
+        // Offline CPUs leave their partitions; a partition with none
+        // online is left out until they return.
+        Some(parts) => parts
+            .iter()
+            .map(|p| {
+                p.intersection(&machine.cpus)
+                    .copied()
+                    .collect::<BTreeSet<_>>()
+            })
+            .filter(|p| !p.is_empty())
+            .collect(),
+        None => partitions::from_topology(topo, None)?,
+    })
+}
+
+/// Opens the BPF skeleton with its ops flags and read-only data set.
+/// Returns it, and whether the kernel's per-node idle masks are used.
+pub(crate) fn open_skel<'a>(
+    opts: &Opts,
+    open_object: &'a mut MaybeUninit<OpenObject>,
+    layout: &Layout,
+    hotplug_seq: Option<u64>,
+) -> Result<(OpenBpfSkel<'a>, bool)> {
+    // No obj_builder.debug(): it would replace the libbpf logger set
+    // up in main().
+    let builder = BpfSkelBuilder::default();
+    let mut skel = scx_ops_open!(builder, open_object, softpart_ops, None)?;
+    skel.struct_ops.softpart_ops_mut().exit_dump_len = opts.exit_dump_len;
+    if let Some(seq) = hotplug_seq {
+        skel.struct_ops.softpart_ops_mut().hotplug_seq = seq;
+    }
+    // Slice ends of a CPU's last runnable task reach enqueue(), where a
+    // task away from home can go back.
+    skel.struct_ops.softpart_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_LAST;
+    // update_idle() only re-checks the queues; the kernel's idle masks,
+    // which every pick uses, must stay on.
+    skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
+    let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
+    let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
+    let idle_nodes = layout
+        .machine
+        .idle_nodes()
+        .filter(|_| per_node_flag != 0)
+        .filter(|nodes| {
+            let fits = nodes.iter().all(|&n| n < max_nodes);
+            if !fits {
+                warn!(
+                    "NUMA node ids {nodes:?} go past the {max_nodes} scx_softpart tracks: \
+                     one machine-wide idle mask instead of one per node"
+                );
+            }
+            fits
+        });
+    if idle_nodes.is_some() {
+        skel.struct_ops.softpart_ops_mut().flags |= per_node_flag;
+    }
+
+    let rodata = skel.maps.rodata_data.as_mut().context("no rodata")?;
+    rodata.nr_cpus = layout.nr_cpu_ids as u32;
+    rodata.nr_parts = layout.parts.len() as u32;
+    rodata.slice_ns = opts.slice_us * 1000;
+    rodata.slice_lag_ns = opts.slice_lag_us * 1000;
+    rodata.smt_enabled = layout.topo.smt_enabled && !opts.no_idle_core;
+    rodata.scan_cores = opts.scan_cores;
+    // The kernel's pick always tries whole idle cores first: with
+    // --no-idle-core (SIS_CORE off) our own search must run instead.
+    rodata.kernel_pick = !opts.no_idle_core;
+    let steal_defer_us = steal_defer_us(opts);
+    rodata.steal_defer_ns = steal_defer_us * 1000;
+    rodata.diag = opts.diag;
+    rodata.threads_per_core = layout.machine.threads_per_core as u32;
+    if let Some(nodes) = &idle_nodes {
+        // Distinct ids below max_nodes: they fit idle_nodes[].
+        rodata.idle_per_node = true;
+        rodata.nr_idle_nodes = nodes.len() as u32;
+        for (i, &n) in nodes.iter().enumerate() {
+            rodata.idle_nodes[i] = n as u32;
+        }
+    }
+    for (cpu, part) in softpart_core::partition::cpu_to_part(layout.parts, layout.nr_cpu_ids)
+        .into_iter()
+        .enumerate()
+    {
+        rodata.cpu_part[cpu] = part;
+    }
+    for (cpu, &sib) in layout.machine.sibling.iter().enumerate() {
+        if cpu < rodata.cpu_sibling.len() {
+            rodata.cpu_sibling[cpu] = sib as u32;
+            rodata.cpu_core[cpu] = layout.machine.core[cpu] as u32;
+            // CPUs of no known LLC or node get ids of their own.
+            rodata.cpu_llc[cpu] = layout.machine.llc_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
+            rodata.cpu_node[cpu] = layout.machine.node_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
+        }
+    }
+    let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
+    for (a, order) in layout.machine.part_order(layout.parts).iter().enumerate() {
+        for (i, &b) in order.iter().enumerate() {
+            rodata.part_order[a * max_parts + i] = b as u32;
+        }
+    }
+    Ok((skel, idle_nodes.is_some()))
+}
+
+/// The attachment's log line: what the fast path was given and chose.
+pub(crate) fn log_attached(opts: &Opts, kernel_pick: bool, idle_per_node: bool) {
+    info!(
+        "attached at uptime {:.2} s; softness {}; steals deferred up to {} us \
+         on CPUs their owners used within that time, not for balanced groups in over-full \
+         partitions; away from home: {}; idle masks: {}{}; control socket {}",
+        crate::uptime_s(),
+        opts.softness,
+        steal_defer_us(opts),
+        if kernel_pick {
+            "the kernel's scx_bpf_select_cpu_and()"
+        } else {
+            "our own idle search"
+        },
+        if idle_per_node {
+            "per node"
+        } else {
+            "machine-wide"
+        },
+        if opts.diag {
+            "; diagnostic events on"
+        } else {
+            ""
+        },
+        opts.control_socket.display()
+    );
+}
