@@ -21,7 +21,7 @@ experiments: build
 
 # The acceptance cells with an earlier build of scx_softpart beside today's,
 # in one boot per topology (REV: a commit; scripts/build-rev.sh builds it):
-#   make compare REV=606ade9
+#   make compare REV=COMMIT   (docs/results/shape-comparison.md names the one used)
 # results/compare-REV/. About 80 minutes under TCG.
 COMPARE_HOMES := scenarios/two-instances.toml $(addprefix scenarios/experiments/,two-hackbench.toml two-sysbench-threads.toml two-sysbench-memory.toml one-hackbench.toml one-sysbench-threads.toml one-sysbench-memory.toml overload-hackbench.toml reaction.toml)
 COMPARE_BALANCE := $(addprefix scenarios/experiments/,balance-4-memory.toml balance-4-hackbench.toml balance-8-memory.toml balance-4-redis.toml)

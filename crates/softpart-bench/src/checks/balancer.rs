@@ -35,7 +35,7 @@ fn balancer_settles_apart(r: &Results) -> Result<String> {
     for name in ["g0", "g1", "g2", "g3"] {
         let (e, part) = exclusivity(bal, name)?;
         let (e_ev, _) = exclusivity(ev, name)?;
-        // Measured 86-95% (issue 4 asks 95%: a known miss); eevdf ~66%.
+        // Measured 86-95% (the balancer's target is 95%: a known miss); eevdf ~66%.
         if e < 0.75 {
             bail!(
                 "{name}: {:.1}% in its partition (eevdf {:.1}%)",

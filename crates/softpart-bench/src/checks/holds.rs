@@ -162,8 +162,8 @@ pub(super) fn visitors_held_for_their_cpu(r: &Results) -> Result<String> {
     Ok(seen)
 }
 
-/// sched_yield() with nobody waiting keeps the CPU without a dispatch()
-/// (dc2bada), and a yield with a task waiting still hands the CPU over
+/// sched_yield() with nobody waiting keeps the CPU without a dispatch(),
+/// and a yield with a task waiting still hands the CPU over
 /// (hold-put-back.toml's default run: two sysbench-threads instances of 8
 /// per 4-CPU node, which yield in a loop). In sysbench-threads-handoffs
 /// at that load: 218 thousand kept and 14 thousand hand-offs per s.

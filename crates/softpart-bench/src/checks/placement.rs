@@ -357,7 +357,7 @@ fn swapped_instances_swap_back(r: &Results) -> Result<String> {
     ))
 }
 
-/// Issue 3's reaction targets (reaction.toml, 3 runs of 5 cycles): a
+/// The reaction targets (reaction.toml, 3 runs of 5 cycles): a
 /// thread started into a full home runs first on the idle node ("spill
 /// within one wakeup"), and once load drops every remaining thread is home
 /// again within 100 ms. In the experiments' boots the default spilled at
