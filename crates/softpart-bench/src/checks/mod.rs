@@ -401,6 +401,20 @@ mod tests {
         ]))
         .unwrap();
         assert!(ok.contains("return median 18.30 15.80 16.10 ms"), "{ok}");
+        // One cycle of one run with a thread away just before the home
+        // filled (a CI run of the shape change's build) passes.
+        let blip = reaction_runs(&[
+            (100.0, 1.0, 0.0, 21.8),
+            (100.0, 0.0, 0.0, 35.7),
+            (100.0, 0.0, 0.0, 22.2),
+        ]);
+        reaction_spills_at_once_and_returns(&blip).unwrap();
+        // Two in one run, or three in all, do not.
+        for unsettled in [[2.0, 0.0, 0.0], [1.0, 1.0, 1.0]] {
+            let runs: Vec<_> = unsettled.iter().map(|&n| (100.0, n, 0.0, 16.0)).collect();
+            let err = reaction_spills_at_once_and_returns(&reaction_runs(&runs)).unwrap_err();
+            assert!(err.to_string().contains("not all at home"), "{err}");
+        }
         // EEVDF's figures from the same workload: no home kept.
         let eevdf = reaction_runs(&[(100.0, 5.0, 5.0, 0.0); 3]);
         assert!(reaction_spills_at_once_and_returns(&eevdf).is_err());

@@ -365,12 +365,20 @@ fn swapped_instances_swap_back(r: &Results) -> Result<String> {
 /// within a phase (600 ms), and returned in 12-42 ms (a run's median),
 /// 60.5 ms at worst; so only a broken path fails here. Under EEVDF, which
 /// keeps no home, the same workload reports all 5 cycles not at home
-/// before the spill and 3-5 never returning (docs/experiments.md,
-/// "reaction").
+/// before the spill and 3-5 never returning. A cycle counts as not at home
+/// if any thread was seen away at any moment of the 300 ms before the
+/// home filled: an idle CPU elsewhere may take a thread put back at a
+/// slice end ("if there is idle, we use it"), and it is home again a few
+/// slices later. That happened in one of the 45 cycles run in three boots
+/// of the shape change's final build; the workload leaves such a cycle out
+/// of its spill figure, so a run may have one.
 pub(super) fn reaction_spills_at_once_and_returns(r: &Results) -> Result<String> {
     const SCN: &str = "reaction";
     const FIRST_WAKEUP_PCT_MIN: f64 = 80.0;
     const RETURN_MS_MAX: f64 = 100.0;
+    // Cycles not all at home before the home filled, of 5 per run.
+    const NOT_HOME_PER_RUN_MAX: f64 = 1.0;
+    const NOT_HOME_TOTAL_MAX: f64 = 2.0;
     let runs = r.runs_of(SCN, "softpart")?;
     let figures: Vec<_> = runs
         .iter()
@@ -407,7 +415,9 @@ pub(super) fn reaction_spills_at_once_and_returns(r: &Results) -> Result<String>
         list(&ret_median),
         list(&ret_max)
     );
-    if not_home.iter().any(|&n| n > 0.0) {
+    if not_home.iter().any(|&n| n > NOT_HOME_PER_RUN_MAX)
+        || not_home.iter().sum::<f64>() > NOT_HOME_TOTAL_MAX
+    {
         bail!("the group was not all at home before its home filled: {seen}");
     }
     if mean_first < FIRST_WAKEUP_PCT_MIN {
