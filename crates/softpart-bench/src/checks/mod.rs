@@ -81,14 +81,37 @@ impl Results {
 }
 
 fn scenario(name: &str) -> Result<Scenario> {
+    let sc: Scenario = scenario_table(name, 0)?
+        .try_into()
+        .with_context(|| format!("test scenario {name}"))?;
+    sc.validate()?;
+    Ok(sc)
+}
+
+/// A test scenario's TOML. One with `based_on = "OTHER"` is OTHER's with
+/// this file's top-level keys put over it: the same test on another kernel
+/// or topology without a second copy of its groups.
+fn scenario_table(name: &str, depth: usize) -> Result<toml::Table> {
     let text = SCENARIOS
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, t)| *t)
-        .context("unknown test scenario")?;
-    let sc: Scenario = toml::from_str(text)?;
-    sc.validate()?;
-    Ok(sc)
+        .with_context(|| format!("unknown test scenario {name:?}"))?;
+    let mut table: toml::Table =
+        toml::from_str(text).with_context(|| format!("test scenario {name}"))?;
+    let Some(base) = table.remove("based_on") else {
+        return Ok(table);
+    };
+    let base = base
+        .as_str()
+        .with_context(|| format!("test scenario {name}: based_on = {base}: expected a name"))?;
+    if depth > 4 {
+        bail!("test scenario {name}: based_on = {base:?}: a chain more than 4 deep");
+    }
+    let mut merged = scenario_table(base, depth + 1)
+        .with_context(|| format!("test scenario {name}: based_on = {base:?}"))?;
+    merged.extend(table);
+    Ok(merged)
 }
 
 pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
