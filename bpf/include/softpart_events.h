@@ -24,6 +24,7 @@
 	SP_EVENT(PICK_CPU_ANY, "wakeups onto an idle CPU elsewhere") \
 	SP_EVENT(PICK_NONE, "wakeups that found no idle CPU (queued)") \
 	SP_EVENT(PICK_KERNEL, "wakeups away from home placed by the kernel's scx_bpf_select_cpu_and()") \
+	SP_EVENT(STALE_DIRECT_DISPATCH, "wakeups that found a direct dispatch the kernel left on the task, placed without one") \
 	SP_EVENT(ENQUEUE, "tasks queued on a partition queue") \
 	SP_EVENT(ENQUEUE_IDLE, "tasks queued with room at home, sent to the idle CPU instead") \
 	SP_EVENT(KICK, "idle CPUs kicked to take queued work") \

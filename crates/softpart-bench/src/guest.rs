@@ -187,7 +187,12 @@ impl Guest {
         let bindir = exe.parent().context("no parent dir for the bench binary")?;
         let mut elfs: Vec<(PathBuf, PathBuf)> =
             vec![(exe.clone(), "/softpart/bin/softpart-bench".into())];
-        for ours in ["scx_softpart", "softpart-observe", "softpart"] {
+        for ours in [
+            "scx_softpart",
+            "softpart-observe",
+            "softpart",
+            "scx_abort_fixture",
+        ] {
             let p = bindir.join(ours);
             if !p.is_file() {
                 bail!(
@@ -467,6 +472,10 @@ pub fn scan_kernel_log(log: &str) -> Vec<String> {
             // The hung-task report: the line alone names only the task, so
             // its stack (the lock or wait it is stuck in) goes with it.
             problems.push(with_trace(l, &lines[i + 1..]));
+        } else if is_abort_fixture(l) {
+            // The test fixture that aborts itself on purpose (guest test
+            // after-abort): its error exit is the test's premise.
+            continue;
         } else if bad.iter().any(|b| l.contains(b))
             || (l.contains("sched_ext:")
                 && (l.contains("error") || l.contains("disabled ("))
@@ -480,6 +489,13 @@ pub fn scan_kernel_log(log: &str) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The kernel's report of the abort fixture's own error exit: the line
+/// naming it, its message, and the kfunc call that raised it.
+fn is_abort_fixture(line: &str) -> bool {
+    // Its name as the kernel prints it carries the build's version.
+    line.contains("\"abort_fixture") || line.contains("sched_ext: abort_fixture")
 }
 
 /// The agent's last "what I am running" line on the console.
@@ -525,6 +541,12 @@ mod tests {
                    [ 5.1] sched_ext: softpart: runnable task stall (kworker/0:1[10] failed to run for 30.1s)\n\
                    [ 6.0] WARNING: CPU: 1 PID: 0 at kernel/sched/ext.c:123\n";
         assert_eq!(scan_kernel_log(log).len(), 3);
+        // The abort fixture's own error exit is expected; a warning after
+        // it is not.
+        let log = "[ 7.0] sched_ext: BPF scheduler \"abort_fixture_0.1.0_x86_64\" disabled (scx_bpf_error)\n\
+                   [ 7.0] sched_ext: abort_fixture_0.1.0_x86_64: abort.bpf.c:38: abort fixture: aborting 300 ms after its first wakeup, as told\n\
+                   [ 8.0] WARNING: CPU: 6 PID: 523 at kernel/sched/ext.c:1174 scx_dsq_insert_commit+0xee/0x120\n";
+        assert_eq!(scan_kernel_log(log).len(), 1);
         let log = "[ 9.0] ok\n[ 85.2] reboot: Power down\n\
                    [ 85.3] WARNING: CPU: 7 PID: 2 at arch/x86/kernel/apic/ipi.c:71\n";
         assert!(scan_kernel_log(log).is_empty());

@@ -59,6 +59,10 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		stat_inc(SP_STAT_PICK_NONE);
 		return prev_cpu;
 	}
+	if (direct_dispatch_left(p)) {
+		stat_inc(SP_STAT_STALE_DIRECT_DISPATCH);
+		return cpu;
+	}
 	if (!evict && queue_spill(p, tctx, prev_cpu, cpu, wake_flags))
 		return prev_cpu;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);

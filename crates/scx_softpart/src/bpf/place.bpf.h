@@ -195,6 +195,22 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 }
 
 /*
+ * A direct dispatch the kernel left on the task. Kernels without the
+ * upstream fix "sched_ext: Fix stale direct dispatch state in ddsp_dsq_id"
+ * (in 7.0, backported to 6.12.y and 6.18.y) can leave the verdict that an
+ * earlier scheduler's select_cpu gave on a task whose queued wakeup
+ * outlived that scheduler. Any insert from select_cpu would then trip the
+ * kernel's WARN_ON_ONCE in mark_direct_dispatch(), a kernel warning (a
+ * crash where panic_on_warn is set). Left alone, the verdict is carried
+ * out once, at this wakeup's enqueue, and cleared (docs/reliability.md).
+ * One load from the task being woken: no cost on kernels that are fixed.
+ */
+static __always_inline bool direct_dispatch_left(const struct task_struct *p)
+{
+	return p->scx.ddsp_dsq_id != SCX_DSQ_INVALID;
+}
+
+/*
  * A spill (a wakeup bound for idle @cpu away from home) waits in its
  * home's queue instead, with @cpu kicked, when the waker says it is about
  * to sleep (SCX_WAKE_SYNC, a pipe or socket write) on a CPU that serves

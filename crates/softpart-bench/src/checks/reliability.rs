@@ -43,6 +43,14 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         "every_scheduler_exits_cleanly",
         every_scheduler_exits_cleanly,
     ),
+    (
+        "attaches_after_an_aborted_scheduler",
+        attaches_after_an_aborted_scheduler,
+    ),
+    (
+        "attaches_after_an_aborted_scheduler_newest_kernel",
+        attaches_after_an_aborted_scheduler_newest,
+    ),
 ];
 
 /// The kernel's sched_ext watchdog fires after 30 s without a run; a wait
@@ -470,9 +478,215 @@ fn every_scheduler_exits_cleanly(r: &Results) -> Result<String> {
     Ok(format!("{} clean exits", r.exits.len()))
 }
 
+/// The cycles guest-tests/after-abort.toml runs in one boot.
+const ABORT_CYCLES: usize = 6;
+
+/// One cycle of after-abort's control loop, from its log.
+#[derive(Debug, Default, PartialEq)]
+struct AbortCycle {
+    fixture_exit: Option<i32>,
+    fixture_gone: bool,
+    attached: bool,
+    softpart_exit: Option<i32>,
+    /// The workloads' counts at the cycle's start, once the fixture was
+    /// gone, once scx_softpart was attached and once it had exited.
+    beats: Vec<Vec<u64>>,
+}
+
+/// Reads the control loop's log: "UPTIME cycle I WHAT ... beats N N ...".
+fn abort_cycles(log: &str) -> Vec<AbortCycle> {
+    let mut cycles: Vec<AbortCycle> = Vec::new();
+    for line in log.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(i) = (words.get(1) == Some(&"cycle"))
+            .then(|| words.get(2)?.parse::<usize>().ok())
+            .flatten()
+        else {
+            continue;
+        };
+        if i == 0 {
+            continue;
+        }
+        if cycles.len() < i {
+            cycles.resize_with(i, AbortCycle::default);
+        }
+        let c = &mut cycles[i - 1];
+        let rest = words[3..].join(" ");
+        let code = |w: &str| {
+            rest.strip_prefix(w)
+                .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        };
+        if rest.starts_with("fixture exit") {
+            c.fixture_exit = code("fixture exit");
+        } else if rest.starts_with("fixture gone: disabled") {
+            c.fixture_gone = true;
+        } else if rest.starts_with("softpart: enabled") {
+            c.attached = true;
+        } else if rest.starts_with("softpart exit") {
+            c.softpart_exit = code("softpart exit");
+        }
+        if let Some(b) = rest.split("beats").nth(1) {
+            c.beats.push(
+                b.split_whitespace()
+                    .filter_map(|n| n.parse().ok())
+                    .collect(),
+            );
+        }
+    }
+    cycles
+}
+
+/// Every count grew from each reading to the next within the cycle: every
+/// workload loop got work done while the fixture was attached and aborted,
+/// while scx_softpart attached, and while it ran.
+fn every_loop_progressed(c: &AbortCycle, loops: usize) -> Result<()> {
+    if c.beats.len() != 4 || c.beats.iter().any(|b| b.len() != loops) {
+        bail!("expected 4 readings of {loops} counts, got {:?}", c.beats);
+    }
+    for w in c.beats.windows(2) {
+        if let Some(k) = (0..loops).find(|&k| w[1][k] <= w[0][k]) {
+            bail!(
+                "loop {} made no progress between two readings ({} then {}): {:?}",
+                k + 1,
+                w[0][k],
+                w[1][k],
+                c.beats
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The `stale_direct_dispatch` counts of every scx_softpart exit in the
+/// probe's output, one per cycle.
+fn stale_counts(out: &str) -> Vec<u64> {
+    out.match_indices("\"stale_direct_dispatch\":")
+        .filter_map(|(i, m)| {
+            let rest = &out[i + m.len()..];
+            let end = rest
+                .find(|ch: char| !ch.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..end].parse().ok()
+        })
+        .collect()
+}
+
+/// `seen` is once per cycle, or the test fails naming `what` and `out`.
+fn in_every_cycle(seen: usize, what: &str, out: &str) -> Result<()> {
+    if seen != ABORT_CYCLES {
+        bail!("{what}: {seen} times in {ABORT_CYCLES} cycles:\n{out}");
+    }
+    Ok(())
+}
+
+fn attaches_after_an_aborted_scheduler(r: &Results) -> Result<String> {
+    after_abort(r, "after-abort", false)
+}
+
+fn attaches_after_an_aborted_scheduler_newest(r: &Results) -> Result<String> {
+    after_abort(r, "after-abort-newest", true)
+}
+
+/// Another sched_ext scheduler aborts under load, then scx_softpart
+/// attaches, runs and stops, six times in a boot: no kernel warning
+/// (no_kernel_problems fails the boot on one; this names it), every cycle
+/// clean, every workload loop progressing through every step. `fixed`: the
+/// kernel has the upstream fix, so no left-over direct dispatch may reach
+/// scx_softpart at all.
+fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
+    let run = r.run(scenario)?;
+    if !run.early_exits.is_empty() {
+        bail!("workloads died: {:?}", run.early_exits);
+    }
+    let (_, _, log) = probe_of(run, "n=0; while ! grep -q done /tmp/abort.log")?;
+    let warned: Vec<&String> = r
+        .problems
+        .iter()
+        .filter(|p| p.contains("WARNING") && p.contains("scx_dsq_insert_commit"))
+        .collect();
+    if !warned.is_empty() {
+        bail!("the kernel warned in the direct-dispatch bookkeeping: {warned:?}");
+    }
+    if !log.lines().any(|l| l.ends_with(" done")) {
+        bail!("the cycles did not finish: {log}");
+    }
+    let cycles = abort_cycles(log);
+    in_every_cycle(cycles.len(), "cycles logged", log)?;
+    let (_, _, fixture) = probe_of(run, "for f in /tmp/fixture")?;
+    let aborted = fixture.matches("abort fixture: aborting").count();
+    in_every_cycle(aborted, "the fixture aborted itself", fixture)?;
+    // Eight timer loops and hackbench's rounds.
+    const LOOPS: usize = 9;
+    for (i, c) in cycles.iter().enumerate() {
+        let n = i + 1;
+        if c.fixture_exit != Some(0) || !c.fixture_gone {
+            bail!("cycle {n}: the fixture did not end with its own error and leave: {c:?}");
+        }
+        if !c.attached || c.softpart_exit != Some(0) {
+            bail!("cycle {n}: scx_softpart did not attach and stop cleanly: {c:?}\n{log}");
+        }
+        every_loop_progressed(c, LOOPS).with_context(|| format!("cycle {n}"))?;
+    }
+    let (_, _, exits) = probe_of(run, "for f in /tmp/softpart")?;
+    let unregistered = exits.matches("EXIT: unregistered from user space").count();
+    in_every_cycle(unregistered, "scx_softpart ended unregistered", exits)?;
+    let stale = stale_counts(exits);
+    in_every_cycle(stale.len(), "scx_softpart printed its counters", exits)?;
+    let total: u64 = stale.iter().sum();
+    if fixed && total > 0 {
+        bail!(
+            "a kernel with the fix left direct dispatches on {total} tasks (per cycle {stale:?}): docs/reliability.md is wrong about it"
+        );
+    }
+    let hb = cycles
+        .last()
+        .and_then(|c| c.beats.last())
+        .map_or(0, |b| b[LOOPS - 1]);
+    Ok(format!(
+        "{ABORT_CYCLES} cycles: the fixture aborted itself each time, scx_softpart attached and unregistered each time, no kernel warning; every loop progressed through every step ({hb} hackbench rounds); wakeups that found a left-over direct dispatch, per cycle: {stale:?}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_abort_cycle_is_read_from_its_log() {
+        let log = "8.2 cycle 1 start beats 21 23\n\
+                   14.8 cycle 1 fixture exit 0\n\
+                   15.2 cycle 1 fixture gone: disabled beats 77 79\n\
+                   26.8 cycle 1 softpart: enabled beats 164 167\n\
+                   32.1 cycle 1 softpart exit 0 beats 198 201\n\
+                   32.4 cycle 2 start beats 200 204\n\
+                   38.0 cycle 2 fixture exit 1\n\
+                   130.4 done\n";
+        let c = abort_cycles(log);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].fixture_exit, Some(0));
+        assert!(c[0].fixture_gone && c[0].attached);
+        assert_eq!(c[0].softpart_exit, Some(0));
+        assert_eq!(
+            c[0].beats,
+            vec![vec![21, 23], vec![77, 79], vec![164, 167], vec![198, 201]]
+        );
+        every_loop_progressed(&c[0], 2).unwrap();
+        assert_eq!(c[1].fixture_exit, Some(1));
+        assert!(every_loop_progressed(&c[1], 2).is_err());
+        let stuck = AbortCycle {
+            beats: vec![vec![1, 5], vec![2, 5], vec![3, 6], vec![4, 7]],
+            ..Default::default()
+        };
+        let e = every_loop_progressed(&stuck, 2).unwrap_err().to_string();
+        assert!(e.contains("loop 2 made no progress"), "{e}");
+    }
+
+    #[test]
+    fn stale_counts_come_one_per_exit() {
+        let out = "== /tmp/softpart1.log\n{\"softpart_counters\":{\"pick_kernel\":0,\"stale_direct_dispatch\":1,\"enqueue\":28}}\n\
+                   == /tmp/softpart2.log\n{\"softpart_counters\":{\"stale_direct_dispatch\":0}}\n";
+        assert_eq!(stale_counts(out), vec![1, 0]);
+    }
 
     #[test]
     fn the_longest_hotplug_step_is_the_widest_gap() {
