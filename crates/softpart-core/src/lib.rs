@@ -9,6 +9,7 @@ pub mod hist;
 pub mod overfull;
 pub mod partition;
 pub mod placement;
+pub mod shares;
 pub mod softness;
 pub mod stats;
 pub mod topo;
