@@ -139,9 +139,37 @@ fn prepare_cgroups() -> Result<()> {
     Ok(())
 }
 
+/// The cpu controller on for the bench's cgroups when the scenario gives
+/// its groups weights or caps (root first), off otherwise (the bench's
+/// cgroups first: a controller stays on while a child still uses it).
+fn set_cpu_controller(on: bool) -> Result<()> {
+    let root = "/sys/fs/cgroup/cgroup.subtree_control";
+    let bench = format!("{BENCH_CG}/cgroup.subtree_control");
+    if on {
+        write(root, "+cpu")?;
+        write(&bench, "+cpu")
+    } else {
+        write(&bench, "-cpu")?;
+        write(root, "-cpu")
+    }
+}
+
+/// A group's `cpu.weight` and `cpu.max`, where the scenario gives them.
+fn set_cpu_contract(cg: &Path, g: &crate::scenario::Group) -> Result<()> {
+    if let Some(w) = g.weight {
+        write(cg.join("cpu.weight"), &w.to_string())?;
+    }
+    if let Some((quota, period)) = g.cpu_max()? {
+        let quota = quota.map_or("max".to_string(), |q| q.to_string());
+        write(cg.join("cpu.max"), &format!("{quota} {period}"))?;
+    }
+    Ok(())
+}
+
 fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Result<()> {
     let sc = &ps.scenario;
     let topo = sc.topo()?;
+    set_cpu_controller(sc.uses_cpu_controller())?;
     for (path, content) in &sc.files {
         if let Some(dir) = Path::new(path).parent() {
             fs::create_dir_all(dir)?;
@@ -451,6 +479,7 @@ fn run_once(
             if let Some(cpus) = pin {
                 write(cg.join("cpuset.cpus"), &cpus)?;
             }
+            set_cpu_contract(&cg, g)?;
             // SoftpartNoHomes: deliberately none.
             if let (Policy::Softpart(_) | Policy::ExternalHomes(_), Some(home)) =
                 (policy, sc.home_cpus(g, topo)?)

@@ -157,6 +157,45 @@ pub struct Group {
     /// Always confine the group to these CPUs (cpuset), under every policy.
     #[serde(default)]
     pub cpuset: Option<String>,
+    /// The group's `cpu.weight` (1 to 10000; the kernel's default is 100).
+    #[serde(default)]
+    pub weight: Option<u32>,
+    /// The group's `cpu.max`, "QUOTA PERIOD" in microseconds (QUOTA may
+    /// be "max"), e.g. "100000 100000" for one CPU.
+    #[serde(default)]
+    pub max: Option<String>,
+}
+
+impl Group {
+    /// `max` as (quota µs or None for "max", period µs), checked as the
+    /// kernel checks it: a period of 1 ms to 1 s, a quota of at least 1 ms.
+    pub fn cpu_max(&self) -> Result<Option<(Option<u64>, u64)>> {
+        let Some(text) = &self.max else {
+            return Ok(None);
+        };
+        let err = || {
+            anyhow::anyhow!(
+                "group {:?}: max = {text:?}: expected \"QUOTA PERIOD\" in microseconds (QUOTA a number or max; PERIOD 1000 to 1000000; QUOTA at least 1000), e.g. \"100000 100000\" for one CPU",
+                self.name
+            )
+        };
+        let mut words = text.split_whitespace();
+        let (Some(q), Some(p), None) = (words.next(), words.next(), words.next()) else {
+            return Err(err());
+        };
+        let period: u64 = p.parse().map_err(|_| err())?;
+        if !(1000..=1_000_000).contains(&period) {
+            return Err(err());
+        }
+        let quota = match q {
+            "max" => None,
+            q => match q.parse::<u64>() {
+                Ok(v) if v >= 1000 => Some(v),
+                _ => return Err(err()),
+            },
+        };
+        Ok(Some((quota, period)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -318,12 +357,30 @@ impl Scenario {
                 bail!("group {:?}: field command is empty", g.name);
             }
             self.home_cpus(g, &topo)?;
+            if let Some(w) = g.weight
+                && !(1..=10_000).contains(&w)
+            {
+                bail!(
+                    "group {:?}: weight = {w}: cpu.weight takes 1 to 10000 (100 is the default)",
+                    g.name
+                );
+            }
+            g.cpu_max()?;
             if let Some(c) = &g.cpuset {
                 check_cpus(c, &topo)
                     .with_context(|| format!("group {:?}: field cpuset", g.name))?;
             }
         }
         Ok(())
+    }
+
+    /// Whether the groups run under the cpu controller: when any sets a
+    /// weight or a cap. The others keep the controller off, so that their
+    /// figures stay comparable with earlier runs.
+    pub fn uses_cpu_controller(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g.weight.is_some() || g.max.is_some())
     }
 
     /// The shell commands run after each window: `probes`, then one that
@@ -587,10 +644,43 @@ home = { cpus = "4-7" }
                 "bogus",
             ),
         ];
-        for (text, want) in cases {
+        // Group a's contract fields, in place of its home.
+        let contracts = [
+            (
+                "weight = 0",
+                "group \"a\": weight = 0: cpu.weight takes 1 to 10000",
+            ),
+            (
+                "max = \"100000\"",
+                "group \"a\": max = \"100000\": expected \"QUOTA PERIOD\"",
+            ),
+            ("max = \"500 100000\"", "max = \"500 100000\""),
+            ("max = \"max 10\"", "max = \"max 10\""),
+        ]
+        .map(|(field, want)| (GOOD.replace("home = { node = 0 }", field), want));
+        for (text, want) in cases.into_iter().chain(contracts) {
             let e = format!("{:#}", parse(&text).unwrap_err());
             assert!(e.contains(want), "{want:?} not in {e:?}");
         }
+    }
+
+    #[test]
+    fn weights_and_caps_turn_the_cpu_controller_on() {
+        assert!(!parse(GOOD).unwrap().uses_cpu_controller());
+        let s = parse(&GOOD.replace(
+            "home = { node = 0 }",
+            "weight = 300\nmax = \"50000 100000\"",
+        ))
+        .unwrap();
+        assert!(s.uses_cpu_controller());
+        assert_eq!(s.groups[0].weight, Some(300));
+        assert_eq!(
+            s.groups[0].cpu_max().unwrap(),
+            Some((Some(50_000), 100_000))
+        );
+        let s = parse(&GOOD.replace("home = { node = 0 }", "max = \"max 100000\"")).unwrap();
+        assert_eq!(s.groups[0].cpu_max().unwrap(), Some((None, 100_000)));
+        assert!(s.uses_cpu_controller());
     }
 
     #[test]

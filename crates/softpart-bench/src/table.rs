@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// The figures of one run, summed over the scenario's groups.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunFigures {
     /// Share of the homed groups' CPU time spent on their home CPUs.
     pub locality: Option<f64>,
@@ -70,6 +70,10 @@ pub struct RunFigures {
     /// The same share for the least exclusive group (the figure asked of
     /// every group).
     pub exclusivity_worst: Option<f64>,
+    /// Each group's CPU time, CPU-s per s, in the scenario's order (shown
+    /// for scenarios under the cpu controller, whose groups have a
+    /// contract to hold).
+    pub group_cpu: Vec<(String, f64)>,
     /// The longer observer read as a share of the window: the window's CPU
     /// time is exact to within this share of the machine (None in results
     /// written before reads were timed).
@@ -85,11 +89,13 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let mut idle_end = vec![0u64; hist::NR_BUCKETS];
     let mut preempted = vec![0u64; hist::NR_BUCKETS];
     let mut preempted_ns = 0u64;
+    let mut group_cpu = Vec::new();
     for g in &sc.groups {
         let Some(r) = run.groups.get(&g.name) else {
             continue;
         };
         let c = &r.counters;
+        group_cpu.push((g.name.clone(), c.total_cpu_ns() as f64 / 1e9 / wall));
         total_ns += c.total_cpu_ns();
         acct_ns += r.cpuacct_ns.iter().sum::<u64>();
         moves += c.migrations.iter().sum::<u64>();
@@ -152,6 +158,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let (nr_all, nr_idle_end) = (merged.iter().sum::<u64>(), idle_end.iter().sum::<u64>());
     let nr_preempted = preempted.iter().sum::<u64>();
     Ok(RunFigures {
+        group_cpu,
         locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
         granted: total_ns as f64 / 1e9 / wall,
         granted_cpuacct: acct_ns as f64 / 1e9 / run.cpuacct_wall_s(),
@@ -430,6 +437,18 @@ fn write_table(
     }
 }
 
+/// One row per load level, with one cell per policy as `cell` gives it.
+fn rows_of(
+    sc: &Scenario,
+    policies: &[String],
+    cell: impl Fn(u32, &str) -> String,
+) -> Vec<(u32, Vec<String>)> {
+    sc.loads
+        .iter()
+        .map(|&load| (load, policies.iter().map(|p| cell(load, p)).collect()))
+        .collect()
+}
+
 pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{header}");
@@ -438,46 +457,46 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
         if !cells.iter().any(|c| c.summary(f).is_some()) {
             continue;
         }
-        let rows: Vec<(u32, Vec<String>)> = sc
-            .loads
-            .iter()
-            .map(|&load| {
-                let texts = policies
-                    .iter()
-                    .map(|p| cell_text(find(load, p).and_then(|c| c.summary(f)), *fmt))
-                    .collect();
-                (load, texts)
-            })
-            .collect();
+        let rows = rows_of(sc, policies, |load, p| {
+            cell_text(find(load, p).and_then(|c| c.summary(f)), *fmt)
+        });
         write_table(&mut out, title, &sc.load_label, policies, &rows);
+    }
+    if sc.uses_cpu_controller() {
+        for g in &sc.groups {
+            let contract = format!(
+                "weight {}, cpu.max {}",
+                g.weight.unwrap_or(100),
+                g.max.as_deref().unwrap_or("max")
+            );
+            let of_group =
+                |f: &RunFigures| f.group_cpu.iter().find(|(n, _)| *n == g.name).map(|x| x.1);
+            let rows = rows_of(sc, policies, |load, p| {
+                cell_text(find(load, p).and_then(|c| c.summary(of_group)), |x| {
+                    format!("{x:.2}")
+                })
+            });
+            let title = format!("CPU time of group {} ({contract}; CPU-s per s)", g.name);
+            write_table(&mut out, &title, &sc.load_label, policies, &rows);
+        }
     }
     let names: std::collections::BTreeSet<&String> = cells
         .iter()
         .flat_map(|c| c.probe_figures.iter().flat_map(|m| m.keys()))
         .collect();
     for name in names {
-        let rows: Vec<(u32, Vec<String>)> = sc
-            .loads
-            .iter()
-            .map(|&load| {
-                let texts = policies
-                    .iter()
-                    .map(|p| {
-                        let v: Vec<f64> = find(load, p)
-                            .map(|c| {
-                                c.probe_figures
-                                    .iter()
-                                    .filter_map(|m| m.get(name))
-                                    .copied()
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        cell_text(Summary::of(&v), |x| format!("{x:.1}"))
-                    })
-                    .collect();
-                (load, texts)
-            })
-            .collect();
+        let rows = rows_of(sc, policies, |load, p| {
+            let v: Vec<f64> = find(load, p)
+                .map(|c| {
+                    c.probe_figures
+                        .iter()
+                        .filter_map(|m| m.get(name))
+                        .copied()
+                        .collect()
+                })
+                .unwrap_or_default();
+            cell_text(Summary::of(&v), |x| format!("{x:.1}"))
+        });
         write_table(
             &mut out,
             &format!("{name} (reported by the workload)"),
@@ -654,6 +673,11 @@ command = "y"
             "3 of a's 4 CPU-s on node 0; b has no home"
         );
         assert_eq!(f.granted, 3.0, "(4 + 2) CPU-s over 2 s");
+        assert_eq!(
+            f.group_cpu,
+            vec![("a".to_string(), 2.0), ("b".to_string(), 1.0)],
+            "each group's CPU-s per s"
+        );
         assert_eq!(f.granted_cpuacct, 2.0);
         assert_eq!(f.xnode_migrations_per_s, 2.0);
         assert_eq!(f.migrations_per_s, 6.0, "6 + 2 + 4 moves over 2 s");
