@@ -114,6 +114,19 @@ fn scenario_table(name: &str, depth: usize) -> Result<toml::Table> {
     Ok(merged)
 }
 
+/// The boot a test scenario runs in: one per topology, kernel and guest
+/// kernel parameters. Problems in `Results` start with it and ": ".
+fn boot_key(s: &Scenario) -> String {
+    let mut key = match &s.kernel {
+        Some(k) => format!("{}@{k}", s.topology),
+        None => s.topology.clone(),
+    };
+    for a in &s.guest_args {
+        key += &format!("-{a}");
+    }
+    key
+}
+
 pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
     for name in only {
         if !SCENARIOS.iter().any(|(n, _)| n == name) {
@@ -129,17 +142,6 @@ pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
         .filter(|(n, _)| only.is_empty() || only.iter().any(|o| o == n))
         .map(|(n, _)| scenario(n))
         .collect::<Result<Vec<_>>>()?;
-    // One boot per topology, kernel and guest kernel parameters.
-    let boot_key = |s: &Scenario| {
-        let mut key = match &s.kernel {
-            Some(k) => format!("{}@{k}", s.topology),
-            None => s.topology.clone(),
-        };
-        for a in &s.guest_args {
-            key += &format!("-{a}");
-        }
-        key
-    };
     let mut topologies: Vec<String> = scenarios.iter().map(boot_key).collect();
     topologies.sort();
     topologies.dedup();
