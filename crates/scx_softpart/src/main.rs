@@ -521,8 +521,8 @@ fn at_top_priority<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// Runs `f` as a SCHED_FIFO thread, then puts SCHED_OTHER back. Kernels
-/// before upstream b06ccbabe250 ("sched_ext: Fix starvation of
-/// scx_enable() under fair-class saturation", 2026; 6.17.13 lacks it)
+/// without the upstream fix "sched_ext: Fix starvation of scx_enable()
+/// under fair-class saturation" (2026; 6.17.13 lacks it)
 /// enable a scheduler in the attaching thread, switching every task (this
 /// one too) to sched_ext one by one while the tasks not yet switched still
 /// run under EEVDF, which always goes first. Attaching again after a CPU

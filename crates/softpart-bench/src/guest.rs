@@ -492,7 +492,7 @@ pub fn scan_kernel_log(log: &str) -> Vec<String> {
 }
 
 /// The kernel's report of the abort fixture's own error exit: the line
-/// naming it, its message, and the kfunc call that raised it.
+/// that names it as disabled, and its message.
 fn is_abort_fixture(line: &str) -> bool {
     // Its name as the kernel prints it carries the build's version.
     line.contains("\"abort_fixture") || line.contains("sched_ext: abort_fixture")
