@@ -145,56 +145,109 @@ fn entitlements_below(prefix: &str, groups: &[Group], capacity: f64) -> Vec<Shar
         .collect()
 }
 
-/// Each active leaf's hierarchical weight: the fraction of the machine it
-/// would get if every active leaf could use all of it, the product over
-/// its path of its weight over the weights of its active siblings (a
-/// parent is active when one of its leaves is). Caps and demands play no
-/// part: this is the rate a fair queue charges a leaf's CPU time at.
-/// Returns (path, fraction) for the active leaves; they sum to 1 when any
-/// leaf is active.
-pub fn hierarchical_weights(groups: &[Group], active: &dyn Fn(&str) -> bool) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    hweights_below("", groups, 1.0, active, &mut out);
-    out
+/// One cgroup of the cpu controller as the scheduler sees it: its place,
+/// its contract, and its own runnable tasks (not its children's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CgroupLoad {
+    /// Its parent's index in the same list; `None` for the root.
+    pub parent: Option<usize>,
+    /// `cpu.weight`.
+    pub weight: u32,
+    /// `cpu.max` in CPUs; `None` for "max".
+    pub cap: Option<f64>,
+    /// The summed weight of its runnable tasks (a nice-0 task's is 100).
+    pub runnable_weight: f64,
+    /// How many of its tasks are runnable: the CPUs they could use.
+    pub runnable: f64,
 }
 
-fn hweights_below(
-    prefix: &str,
-    groups: &[Group],
-    fraction: f64,
-    active: &dyn Fn(&str) -> bool,
-    out: &mut Vec<(String, f64)>,
-) {
-    let path_of = |g: &Group| {
-        if prefix.is_empty() {
-            g.name.clone()
-        } else {
-            format!("{prefix}/{}", g.name)
+/// Name of the leaf that stands for a cgroup's own tasks in the tree
+/// [`charge_rates`] builds (not a valid cgroup name: it has a slash).
+const OWN_TASKS: &str = "/tasks";
+
+/// The rate at which each cgroup's tasks are charged CPU time on one
+/// vtime clock: its runnable weight over its entitlement in CPUs (0 when
+/// it has none), so that a task of weight w that ran t ns is charged
+/// t * rate / w. Each runnable task's share of its cgroup's entitlement is
+/// w / runnable weight, so every task that gets its share advances the
+/// clock at the wall clock's rate, and one queue ordered by that clock
+/// gives every cgroup its entitlement.
+///
+/// A cgroup's own tasks compete with its child cgroups as one leaf whose
+/// weight is theirs summed, which is how the kernel weighs them (each task
+/// against the children, by its own weight): the root's tasks, and those
+/// of cgroups whose children do not have the cpu controller.
+pub fn charge_rates(cgroups: &[CgroupLoad], capacity: f64) -> Vec<f64> {
+    let mut children = vec![Vec::new(); cgroups.len()];
+    let mut roots = Vec::new();
+    for (i, c) in cgroups.iter().enumerate() {
+        match c.parent {
+            Some(p) if p < cgroups.len() && p != i => children[p].push(i),
+            _ => roots.push(i),
         }
+    }
+    let tree: Vec<Group> = roots
+        .iter()
+        .map(|&i| contract_tree(i, cgroups, &children, 0))
+        .collect();
+    let shares = entitlements(&tree, capacity);
+    let mut rates = vec![0.0; cgroups.len()];
+    for (&i, (g, s)) in roots.iter().zip(tree.iter().zip(&shares)) {
+        collect_rates(i, g, s, cgroups, &children, &mut rates);
+    }
+    rates
+}
+
+/// Deeper than the kernel allows cgroups to nest: ends a cycle in bad
+/// input instead of recursing forever.
+const MAX_DEPTH: usize = 256;
+
+fn contract_tree(i: usize, cgroups: &[CgroupLoad], children: &[Vec<usize>], depth: usize) -> Group {
+    let c = &cgroups[i];
+    let mut kids: Vec<Group> = if depth < MAX_DEPTH {
+        children[i]
+            .iter()
+            .map(|&k| contract_tree(k, cgroups, children, depth + 1))
+            .collect()
+    } else {
+        Vec::new()
     };
-    let is_active = |g: &Group| any_active(&path_of(g), g, active);
-    let total: f64 = groups
-        .iter()
-        .filter(|g| is_active(g))
-        .map(|g| g.weight as f64)
-        .sum();
-    for g in groups.iter().filter(|g| is_active(g)) {
-        let f = fraction * g.weight as f64 / total;
-        if g.children.is_empty() {
-            out.push((path_of(g), f));
-        } else {
-            hweights_below(&path_of(g), &g.children, f, active, out);
-        }
+    if c.runnable > 0.0 && c.runnable_weight > 0.0 {
+        kids.push(Group::leaf(
+            OWN_TASKS,
+            c.runnable_weight.round().clamp(1.0, u32::MAX as f64) as u32,
+            c.runnable,
+        ));
+    }
+    Group {
+        name: i.to_string(),
+        weight: c.weight,
+        cap: c.cap,
+        demand: 0.0,
+        children: kids,
     }
 }
 
-fn any_active(path: &str, g: &Group, active: &dyn Fn(&str) -> bool) -> bool {
-    if g.children.is_empty() {
-        return active(path);
-    }
-    g.children
+fn collect_rates(
+    i: usize,
+    g: &Group,
+    s: &Share,
+    cgroups: &[CgroupLoad],
+    children: &[Vec<usize>],
+    rates: &mut [f64],
+) {
+    for ((kg, ks), k) in g
+        .children
         .iter()
-        .any(|c| any_active(&format!("{path}/{}", c.name), c, active))
+        .zip(&s.children)
+        .zip(children[i].iter().map(Some).chain(std::iter::repeat(None)))
+    {
+        match k {
+            Some(&k) if kg.name != OWN_TASKS => collect_rates(k, kg, ks, cgroups, children, rates),
+            _ if ks.cpus > 0.0 => rates[i] = cgroups[i].runnable_weight / ks.cpus,
+            _ => {}
+        }
+    }
 }
 
 /// Every group's (path, CPUs), parents before their children.
@@ -311,30 +364,77 @@ mod tests {
         );
     }
 
+    fn load(parent: Option<usize>, weight: u32, tasks: f64) -> CgroupLoad {
+        CgroupLoad {
+            parent,
+            weight,
+            cap: None,
+            runnable_weight: 100.0 * tasks,
+            runnable: tasks,
+        }
+    }
+
+    /// Each cgroup's tasks, given their shares of its entitlement, advance
+    /// the vtime clock at the wall clock's rate.
     #[test]
-    fn hierarchical_weights_compound_each_level() {
-        // A (100) over B (100) and C (100), beside D (200).
-        let groups = [
-            Group::parent(
-                "a",
-                100,
-                vec![Group::leaf("b", 100, 1.0), Group::leaf("c", 100, 1.0)],
-            ),
-            Group::leaf("d", 200, 1.0),
+    fn rates_make_every_entitled_task_advance_at_wall_rate() {
+        // The root (no tasks of its own) over light, heavy and capped.
+        let mut cgs = vec![
+            load(None, 100, 0.0),
+            load(Some(0), 100, 16.0),
+            load(Some(0), 300, 24.0),
+            load(Some(0), 100, 20.0),
         ];
-        let hw = hierarchical_weights(&groups, &|_| true);
-        let of = |hw: &[(String, f64)], p: &str| hw.iter().find(|(q, _)| q == p).unwrap().1;
-        assert!(close(of(&hw, "a/b"), 1.0 / 6.0));
-        assert!(close(of(&hw, "a/c"), 1.0 / 6.0));
-        assert!(close(of(&hw, "d"), 2.0 / 3.0));
-        // C idle: B has A's third to itself.
-        let hw = hierarchical_weights(&groups, &|p| p != "a/c");
-        assert_eq!(hw.len(), 2);
-        assert!(close(of(&hw, "a/b"), 1.0 / 3.0));
-        // D idle: A's children split the machine.
-        let hw = hierarchical_weights(&groups, &|p| p != "d");
-        assert!(close(of(&hw, "a/b"), 0.5));
-        assert!(hierarchical_weights(&groups, &|_| false).is_empty());
+        cgs[3].cap = Some(1.0);
+        let rates = charge_rates(&cgs, 8.0);
+        assert_eq!(rates[0], 0.0);
+        // Entitlements 1.75, 5.25, 1: rate = runnable weight / entitlement.
+        assert!(close(rates[1], 1600.0 / 1.75));
+        assert!(close(rates[2], 2400.0 / 5.25));
+        assert!(close(rates[3], 2000.0 / 1.0));
+        for (c, e) in [(1, 1.75), (2, 5.25), (3, 1.0)] {
+            let per_task = e / cgs[c].runnable;
+            assert!(close(per_task * rates[c] / 100.0, 1.0));
+        }
+    }
+
+    #[test]
+    fn own_tasks_compete_with_child_cgroups_by_their_weight() {
+        // Two nice-0 tasks in the root beside a cgroup of weight 100 with
+        // eight: 200 against 100 of 4 CPUs, but two tasks use at most 2.
+        let cgs = [load(None, 100, 2.0), load(Some(0), 100, 8.0)];
+        let rates = charge_rates(&cgs, 4.0);
+        assert!(close(rates[0], 200.0 / 2.0));
+        assert!(close(rates[1], 800.0 / 2.0));
+        // Nested: /a/{x,y} against /b, equal weights at each level.
+        let cgs = [
+            load(None, 100, 0.0),
+            load(Some(0), 100, 0.0),
+            load(Some(1), 100, 16.0),
+            load(Some(1), 100, 16.0),
+            load(Some(0), 100, 16.0),
+        ];
+        let rates = charge_rates(&cgs, 8.0);
+        assert!(close(rates[2], 1600.0 / 2.0));
+        assert!(close(rates[3], 1600.0 / 2.0));
+        assert!(close(rates[4], 1600.0 / 4.0));
+        assert_eq!(rates[1], 0.0);
+    }
+
+    #[test]
+    fn idle_cgroups_and_bad_parents_get_no_rate() {
+        let cgs = [
+            load(None, 100, 0.0),
+            load(Some(0), 100, 0.0),
+            // Its own parent, and a parent out of range: roots.
+            load(Some(2), 100, 4.0),
+            load(Some(9), 100, 4.0),
+        ];
+        let rates = charge_rates(&cgs, 4.0);
+        assert_eq!(&rates[..2], &[0.0, 0.0]);
+        assert!(close(rates[2], 400.0 / 2.0));
+        assert!(close(rates[3], 400.0 / 2.0));
+        assert!(charge_rates(&[], 4.0).is_empty());
     }
 
     /// A random tree of up to three levels.
@@ -405,16 +505,37 @@ mod tests {
 
     proptest! {
         #[test]
-        fn hierarchical_weights_sum_to_the_machine(groups in tree(), seed in any::<u64>()) {
-            // Some leaves active, by a hash of their path and the seed.
-            let active = |p: &str| {
-                let h = p.bytes().fold(seed, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
-                h % 3 != 0
-            };
-            let hw = hierarchical_weights(&groups, &active);
-            let sum: f64 = hw.iter().map(|(_, f)| f).sum();
-            prop_assert!(hw.is_empty() || (sum - 1.0).abs() < 1e-9, "{sum}");
-            prop_assert!(hw.iter().all(|(p, f)| active(p) && *f > 0.0));
+        fn rates_give_out_the_machine_and_no_more(
+            raw in prop::collection::vec(
+                (any::<prop::sample::Index>(), 1u32..=10_000,
+                 prop::option::weighted(0.2, 0.1f64..8.0), 0u32..12),
+                1..12),
+            capacity in 0.5f64..64.0,
+        ) {
+            let cgs: Vec<CgroupLoad> = raw.iter().enumerate().map(|(i, (p, w, cap, n))| CgroupLoad {
+                parent: (i > 0).then(|| p.index(i)),
+                weight: *w,
+                cap: *cap,
+                runnable_weight: 100.0 * *n as f64,
+                runnable: *n as f64,
+            }).collect();
+            let rates = charge_rates(&cgs, capacity);
+            let mut given = 0.0;
+            for (c, r) in cgs.iter().zip(&rates) {
+                prop_assert!(r.is_finite() && *r >= 0.0);
+                prop_assert!(c.runnable > 0.0 || *r == 0.0);
+                if *r > 0.0 {
+                    // Entitlement = runnable weight / rate, at most one CPU per task.
+                    let e = c.runnable_weight / r;
+                    prop_assert!(e <= c.runnable + 1e-9);
+                    given += e;
+                }
+            }
+            let wanted: f64 = cgs.iter().map(|c| c.runnable).sum();
+            prop_assert!(given <= capacity.min(wanted) + 1e-6);
+            if cgs.iter().all(|c| c.cap.is_none()) {
+                prop_assert!((given - capacity.min(wanted)).abs() < 1e-6, "{given}");
+            }
         }
 
         #[test]
