@@ -31,6 +31,8 @@
 	SP_EVENT(DISPATCH_OWN, "CPUs that took work from their own partition") \
 	SP_EVENT(DISPATCH_STEAL, "idle CPUs that took work from another partition (steals)") \
 	SP_EVENT(DISPATCH_IDLE, "CPUs that found no work anywhere (went idle)") \
+	SP_EVENT(PULL_BEHIND, "CPUs that took another partition's head, far behind on the vtime clock") \
+	SP_EVENT(CGROUP_NO_SLOT, "cgroups created while the cgroup table was full (charged as plain tasks)") \
 	SP_EVENT(IDLE_RECHECK, "CPUs going idle that saw work queued meanwhile") \
 	SP_EVENT(HOME_RESOLVE, "task homes looked up again after a change") \
 	SP_EVENT(RETURN_IDLE, "tasks away from home sent back to an idle CPU there") \

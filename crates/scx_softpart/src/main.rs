@@ -11,6 +11,7 @@ mod bpf_skel;
 mod cgroup_scan;
 mod cli;
 mod config;
+mod contract;
 mod control;
 mod counters;
 mod home_maps;
@@ -157,6 +158,8 @@ struct Scheduler<'a> {
     stats_server: StatsServer<(), stats::Snapshot>,
     calls: Receiver<Call>,
     softness: Softness,
+    /// The cgroup CPU contract: each cgroup's smoothed load.
+    contract: contract::Contract,
     /// Smoothed per-CPU utilisation and the busy counters it was read from.
     util: Vec<f64>,
     last_busy: Vec<u64>,
@@ -260,6 +263,7 @@ impl<'a> Scheduler<'a> {
             stats_server,
             calls,
             softness: opts.softness,
+            contract: contract::Contract::default(),
             util: vec![0.0; nr],
             last_busy: vec![0; nr],
             last_util_at: std::time::Instant::now(),
@@ -288,6 +292,7 @@ impl<'a> Scheduler<'a> {
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
                 self.refresh_softness();
+                self.refresh_contract();
             }
             if self.last_scan.elapsed() >= CGROUP_SCAN_PERIOD {
                 if !self.rules.is_empty()
@@ -321,6 +326,23 @@ impl<'a> Scheduler<'a> {
         self.print_counters();
         let _ = self.link.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// Each cgroup's charge rate, from its load and contract.
+    fn refresh_contract(&mut self) {
+        let cpus = self.machine.cpus.len() as f64;
+        // Slots are given lowest first: read up to the last one in use.
+        let used = self.skel.maps.bss_data.as_ref().map_or(0, |bss| {
+            bss.cgroups
+                .iter()
+                .rposition(|c| c.cgid != 0)
+                .map_or(0, |i| i + 1)
+        });
+        let runnable = counters::cgroup_runnable(&self.skel.maps, used);
+        if let Some(bss) = self.skel.maps.bss_data.as_mut() {
+            self.contract
+                .refresh(&mut bss.cgroups[..used], &runnable, cpus);
+        }
     }
 
     /// Per-CPU utilisation from the fast path's busy counters, and for

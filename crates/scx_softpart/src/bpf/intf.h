@@ -11,6 +11,7 @@ typedef unsigned char u8;
 typedef unsigned int u32;
 typedef int s32;
 typedef unsigned long long u64;
+typedef long long s64;
 #endif
 
 #include "../../../../bpf/include/softpart_hist.h"
@@ -32,6 +33,15 @@ enum softpart_consts {
 	SP_PART_DSQ_BASE = 0,
 	/* Stats slots: one per home id, then one for tasks with no home. */
 	SP_NR_GROUP_SLOTS = SP_MAX_HOMES + 1,
+	/* cgroups of the cpu controller softpart keeps a contract for. */
+	SP_MAX_CGROUPS = 2048,
+	SP_NO_CGROUP = SP_MAX_CGROUPS,
+	/*
+	 * A cgroup's charge rate (sp_cgroup.rate) is in task weight per CPU,
+	 * times this: 100 (a nice-0 task) per CPU charges a nice-0 task its
+	 * run time as it is.
+	 */
+	SP_RATE_ONE = 16,
 };
 
 /* How far a task moved between two runs, nearest first. */
@@ -90,6 +100,38 @@ struct sp_group_stats {
 	u64 delay_ns;	/* runnable but not running, summed */
 	u64 nr_delays;
 	u64 migrations[SP_NR_DIST];
+};
+
+/*
+ * One cgroup of the cpu controller, in the slot the fast path gave it when
+ * the kernel announced it (ops.cgroup_init). The contract fields are
+ * written by the fast path from the kernel's callbacks; rate by the
+ * control plane, from every cgroup's contract and load.
+ */
+struct sp_cgroup {
+	u64 cgid;		/* cgroup v2 id (kernfs id); 0: slot free */
+	u32 parent;		/* the parent's slot; SP_NO_CGROUP for the root */
+	u32 weight;		/* cpu.weight, 1..10000 */
+	u64 quota_us;		/* cpu.max quota; ~0 for "max" */
+	u64 period_us;		/* cpu.max period */
+	u64 burst_us;		/* cpu.max.burst */
+	/*
+	 * What the control plane says one ns run by a task of weight w in
+	 * this cgroup costs on the vtime clock: rate / (w * SP_RATE_ONE) ns.
+	 * 0 until it says (then charged as a plain task, 100).
+	 */
+	u32 rate;
+	u32 pad;
+};
+
+/*
+ * Per cgroup slot, per CPU: runnable tasks' weights and count, added where
+ * a task becomes runnable and taken away where it stops being so (maybe on
+ * another CPU): only their sum over the CPUs means anything.
+ */
+struct sp_cg_runnable {
+	s64 weight;
+	s64 nr;
 };
 
 struct sp_hist {

@@ -15,14 +15,19 @@
  * - enqueue: a task away from home goes back when its home has room; one
  *   that found no idle CPU queues at home, and any idle CPU that may run it
  *   is kicked: no CPU stays idle while work it may run waits.
- * - dispatch: a CPU serves its own partition; only when it would otherwise
- *   go idle does it take work from the others, nearest first (queue.bpf.h).
+ * - dispatch: a CPU serves its own partition, unless another partition's
+ *   queue head is far behind on the vtime clock; only when it would
+ *   otherwise go idle does it take any work from the others, nearest first
+ *   (queue.bpf.h).
+ * - CPU time is charged on one vtime clock at each cgroup's rate, so that
+ *   cgroups get what cpu.weight entitles them to (cgroup.bpf.h).
  *
  * Everything that needs history (softness, group balancing) lives in the
  * Rust control plane; this file reads what it was given. The helpers are
  * by topic: config (options, topology), stats (per-CPU counters), cpu
- * (per-CPU state), idle (idle lookups), task (task context, homes), place
- * (wakeups), queue (holds, steals), home (the way home).
+ * (per-CPU state), idle (idle lookups), cgroup (the cgroup CPU contract),
+ * task (task context, homes), place (wakeups), queue (holds, steals,
+ * fairness across partitions), home (the way home).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -39,6 +44,7 @@ UEI_DEFINE(uei);
 #include "stats.bpf.h"
 #include "cpu.bpf.h"
 #include "idle.bpf.h"
+#include "cgroup.bpf.h"
 #include "task.bpf.h"
 #include "place.bpf.h"
 #include "queue.bpf.h"
@@ -293,19 +299,25 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu), part;
 	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	struct queue_head qh = queue_head(own);
+	bool held = busy && head_held_elsewhere(&qh, cpu);
 
-	if (busy && head_held_elsewhere(own, cpu)) {
+	/* What runs next here, unless another partition is owed the CPU. */
+	if (((qh.found && !held) || busy) &&
+	    pull_behind(cpu, own, qh.found && !held ? qh.vtime : prev->scx.dsq_vtime))
+		return;
+	if (held) {
 		stat_inc(SP_STAT_HELD_SKIP);
 	} else {
-		struct task_ctx *held = busy ? hold_visitor_for_passing(prev, cpu, own) : NULL;
+		struct task_ctx *passed = busy ? hold_visitor_for_passing(prev, cpu, own) : NULL;
 
 		if (scx_bpf_dsq_move_to_local(part_dsq(own), 0)) {
 			stat_inc(SP_STAT_DISPATCH_OWN);
 			return;
 		}
-		if (held) {
-			held->hold_away = 0;
-			held->passed_cpu = 0;
+		if (passed) {
+			passed->hold_away = 0;
+			passed->passed_cpu = 0;
 		}
 	}
 	if (!busy) {
@@ -401,6 +413,26 @@ void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
 		tctx->runnable_at = now_ns();
 		/* A sleep ends the checks in a row (see room_lasted()). */
 		tctx->room_since = 0;
+		runnable_on(p, tctx);
+	}
+}
+
+void BPF_STRUCT_OPS(softpart_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+
+	if (tctx)
+		runnable_off(tctx);
+}
+
+/* The task's nice changed: count it runnable with its new weight. */
+void BPF_STRUCT_OPS(softpart_set_weight, struct task_struct *p, u32 weight)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+
+	if (tctx && tctx->counted_slot != SP_NO_CGROUP) {
+		runnable_off(tctx);
+		runnable_on(p, tctx);
 	}
 }
 
@@ -487,8 +519,8 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 
 /*
  * Charges the time since the task started (or was last charged): to this
- * CPU's utilisation, the group's counters and, scaled by 100/weight, the
- * task's vtime. Called at every tick too, so a task whose slice dispatch()
+ * CPU's utilisation, the group's counters and, at its cgroup's rate over
+ * its weight, the task's vtime. Called at every tick too, so a task whose slice dispatch()
  * keeps refilling is charged as it runs, and its vtime compares fairly
  * with the waiting tasks'.
  */
@@ -503,7 +535,7 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 		return;
 	ran = now - tctx->started_ns;
 	tctx->started_ns = now;
-	p->scx.dsq_vtime += ran * 100 / (p->scx.weight ? p->scx.weight : 1);
+	p->scx.dsq_vtime += vtime_cost(ran, tctx->cg_slot, p->scx.weight);
 	if (cc)
 		cc->busy_ns += ran;
 	gs = group_stats_of(tctx->home_id);
@@ -577,8 +609,87 @@ void BPF_STRUCT_OPS(softpart_cgroup_move, struct task_struct *p,
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
-	if (tctx)
-		tctx->gen = 0;
+	if (!tctx)
+		return;
+	tctx->gen = 0;
+	tctx->cg_slot = slot_of(to);
+	/* Runnable: counted in the new cgroup from now on. */
+	if (tctx->counted_slot != SP_NO_CGROUP) {
+		runnable_off(tctx);
+		runnable_on(p, tctx);
+	}
+}
+
+/*
+ * A cgroup of the cpu controller appears (or is there when softpart
+ * attaches, parents first): give it a slot with its contract. A full table
+ * leaves the cgroup's tasks charged as plain tasks, counted in
+ * cgroup_no_slot; failing would fail the cgroup's creation.
+ */
+s32 BPF_STRUCT_OPS(softpart_cgroup_init, struct cgroup *cgrp,
+		   struct scx_cgroup_init_args *args)
+{
+	u32 slot = claim_slot(cgrp->kn->id), parent = SP_NO_CGROUP;
+	struct sp_cgroup *cg = cgroup_at(slot);
+	struct cg_ctx *cgc;
+
+	if (!cg) {
+		stat_inc(SP_STAT_CGROUP_NO_SLOT);
+		return 0;
+	}
+	cgc = bpf_cgrp_storage_get(&cg_ctxs, cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!cgc) {
+		cg->cgid = 0;
+		stat_inc(SP_STAT_CGROUP_NO_SLOT);
+		return 0;
+	}
+	cgc->slot = slot;
+	if (cgrp->level > 0) {
+		struct cgroup *up = bpf_cgroup_ancestor(cgrp, cgrp->level - 1);
+
+		if (up) {
+			parent = slot_of(up);
+			bpf_cgroup_release(up);
+		}
+	}
+	cg->parent = parent;
+	cg->weight = args->weight;
+	cg->rate = 0;
+	if (bpf_core_field_exists(args->bw_quota_us))
+		set_bandwidth(cg, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
+	else
+		set_bandwidth(cg, 100000, ~0ULL, 0);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(softpart_cgroup_exit, struct cgroup *cgrp)
+{
+	struct sp_cgroup *cg = cgroup_at(slot_of(cgrp));
+
+	if (!cg)
+		return;
+	cg->rate = 0;
+	cg->parent = SP_NO_CGROUP;
+	/* Last: the slot is free once its id is 0. */
+	__sync_lock_test_and_set(&cg->cgid, 0);
+}
+
+void BPF_STRUCT_OPS(softpart_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	struct sp_cgroup *cg = cgroup_at(slot_of(cgrp));
+
+	if (cg)
+		cg->weight = weight;
+}
+
+/* cpu.max or cpu.max.burst written (6.17 and later). */
+void BPF_STRUCT_OPS(softpart_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
+		    u64 quota_us, u64 burst_us)
+{
+	struct sp_cgroup *cg = cgroup_at(slot_of(cgrp));
+
+	if (cg)
+		set_bandwidth(cg, period_us, quota_us, burst_us);
 }
 
 static s32 new_mask(struct bpf_cpumask __kptr **slot)
@@ -605,6 +716,10 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 	tctx->home_id = SP_NO_HOME;
 	tctx->at_home = 2;
 	tctx->last_cpu = -1;
+	tctx->counted_slot = SP_NO_CGROUP;
+	tctx->cg_slot = SP_NO_CGROUP;
+	if (bpf_core_field_exists(args->cgroup))
+		tctx->cg_slot = slot_of(args->cgroup);
 	if (new_mask(&tctx->home) || new_mask(&tctx->scratch))
 		return -ENOMEM;
 
@@ -736,12 +851,18 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .update_idle	= (void *)softpart_update_idle,
 	       .yield		= (void *)softpart_yield,
 	       .runnable	= (void *)softpart_runnable,
+	       .quiescent	= (void *)softpart_quiescent,
+	       .set_weight	= (void *)softpart_set_weight,
 	       .running		= (void *)softpart_running,
 	       .stopping	= (void *)softpart_stopping,
 	       .tick		= (void *)softpart_tick,
 	       .enable		= (void *)softpart_enable,
 	       .set_cpumask	= (void *)softpart_set_cpumask,
+	       .cgroup_init	= (void *)softpart_cgroup_init,
+	       .cgroup_exit	= (void *)softpart_cgroup_exit,
 	       .cgroup_move	= (void *)softpart_cgroup_move,
+	       .cgroup_set_weight = (void *)softpart_cgroup_set_weight,
+	       .cgroup_set_bandwidth = (void *)softpart_cgroup_set_bandwidth,
 	       .init_task	= (void *)softpart_init_task,
 	       .exit_task	= (void *)softpart_exit_task,
 	       .init		= (void *)softpart_init,

@@ -106,7 +106,7 @@ static __always_inline bool held_for_other(const struct task_ctx *tctx, s32 cpu)
 }
 
 /*
- * Is the head of @part's queue a task another CPU put back there less than
+ * Is the queue head @qh a task another CPU put back there less than
  * a slice ago? That CPU takes it back when its turn ends; a CPU still busy
  * with its own task (@cpu) leaves it, instead of displacing its task into
  * the queue, where the next CPU to reach a slice end would take that one,
@@ -114,11 +114,9 @@ static __always_inline bool held_for_other(const struct task_ctx *tctx, s32 cpu)
  * its way. EEVDF queues the displaced task on its own CPU. A CPU about to
  * go idle does not ask, so no CPU idles while a held task waits.
  */
-static bool head_held_elsewhere(u32 part, s32 cpu)
+static __always_inline bool head_held_elsewhere(const struct queue_head *qh, s32 cpu)
 {
-	struct queue_head qh = queue_head(part);
-
-	return qh.found && held_for_other(qh.tctx, cpu);
+	return qh->found && held_for_other(qh->tctx, cpu);
 }
 
 /*
@@ -149,6 +147,42 @@ static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at
 		return true;
 	if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
 		*ready_at = at + steal_defer_ns;
+	return false;
+}
+
+/*
+ * Fairness across partitions: a queue head of another partition behind
+ * @vtime (what @cpu would run next) by more than half the sleeper credit
+ * is taken instead, nearest partition first. Each partition's CPUs serve
+ * its own queue first; without this, the tenants of a partition with few
+ * tasks per CPU would keep it while another partition's tenants, entitled
+ * to as much, waited: the vtime clock is one for all partitions, so a
+ * head that far behind is owed CPU time its own CPUs do not give it.
+ * Half the credit: below it, so that a deficit shows before the queue's
+ * clamp (task_vtime()) forgives it; well above the slice or two partitions
+ * progressing at the same rate drift apart by, so that they do not trade
+ * tasks.
+ */
+static bool pull_behind(s32 cpu, u32 own, u64 vtime)
+{
+	u32 i;
+
+	bpf_for(i, 1, nr_parts) {
+		u32 idx = own * SP_MAX_PARTS + i, part;
+		struct queue_head qh;
+
+		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
+			break;
+		part = part_order[idx];
+		qh = queue_head(part);
+		if (!qh.found || held_for_other(qh.tctx, cpu) ||
+		    !time_before(qh.vtime + slice_lag_ns / 2, vtime))
+			continue;
+		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
+			stat_inc(SP_STAT_PULL_BEHIND);
+			return true;
+		}
+	}
 	return false;
 }
 

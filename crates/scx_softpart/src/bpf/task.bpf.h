@@ -7,8 +7,8 @@
 #ifndef __SOFTPART_TASK_BPF_H
 #define __SOFTPART_TASK_BPF_H
 
-/* Most slices a task is queued ahead of the vtime clock (see task_vtime()). */
-#define SP_MAX_LEAD 10
+/* Furthest a task is queued ahead of the vtime clock (see task_vtime()). */
+#define SP_MAX_LEAD_NS 250000000ULL
 
 struct home_ctx {
 	struct bpf_cpumask __kptr *cpus;
@@ -67,6 +67,11 @@ struct task_ctx {
 	u32 hold_away;
 	/* --diag: the CPU that passed this visitor for a homeless task, + 1 */
 	u32 passed_cpu;
+	/* its cgroup's slot (cgroup.bpf.h); SP_NO_CGROUP: none */
+	u32 cg_slot;
+	/* counted runnable in cg_runnable: in this slot, with this weight */
+	u32 counted_slot;
+	u32 counted_weight;
 };
 
 struct {
@@ -188,22 +193,23 @@ static u64 vtime_now;
 
 /*
  * Where a task queues on the vtime clock: a sleeper keeps at most
- * slice_lag_ns of credit, and no task is put further ahead than one slice
- * scaled by its weight, i.e. what one whole slice costs it (a nice-19
- * task is charged 100x per ns run), and never more than SP_MAX_LEAD
- * slices. The first bound is EEVDF's on a request's virtual deadline; the
- * second keeps the wait of a very low weight task (nice > 10) from
- * growing with the overload times its weight, towards the kernel's 30 s
- * watchdog: such tasks get up to 1/SP_MAX_LEAD of a nice-0 task's share
- * instead of 1/100 when CPUs are contended.
+ * slice_lag_ns of credit, and no task is put further ahead than what one
+ * whole slice costs it (a task of a low weight, or of a cgroup far above
+ * its entitlement, pays more per ns run), nor than SP_MAX_LEAD_NS. The
+ * first bound is EEVDF's on a request's virtual deadline. The clock
+ * advances at about the wall clock's rate (cgroup.bpf.h), so the second
+ * bounds a waiting task's wait to about SP_MAX_LEAD_NS, far from the
+ * kernel's 30 s watchdog: a task gets at least a slice per SP_MAX_LEAD_NS
+ * (about 1% of a CPU) however low its weight, as a cgroup of weight 1 does
+ * under EEVDF.
  */
-static __always_inline u64 task_vtime(struct task_struct *p)
+static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx)
 {
 	u64 vtime = p->scx.dsq_vtime;
-	u64 ahead = slice_ns * 100 / (p->scx.weight ? p->scx.weight : 1);
+	u64 ahead = vtime_cost(slice_ns, tctx ? tctx->cg_slot : SP_NO_CGROUP, p->scx.weight);
 
-	if (ahead > SP_MAX_LEAD * slice_ns)
-		ahead = SP_MAX_LEAD * slice_ns;
+	if (ahead > SP_MAX_LEAD_NS)
+		ahead = SP_MAX_LEAD_NS;
 
 	if (time_before(vtime, vtime_now - slice_lag_ns))
 		vtime = vtime_now - slice_lag_ns;
@@ -212,11 +218,32 @@ static __always_inline u64 task_vtime(struct task_struct *p)
 	return vtime;
 }
 
+/*
+ * Keeps cg_runnable's count of @p right: counted once while runnable, in
+ * the slot and with the weight it was counted with, whatever changed since.
+ */
+static __always_inline void runnable_on(struct task_struct *p, struct task_ctx *tctx)
+{
+	if (tctx->counted_slot != SP_NO_CGROUP)
+		return;
+	tctx->counted_slot = tctx->cg_slot;
+	tctx->counted_weight = p->scx.weight;
+	count_runnable(tctx->counted_slot, tctx->counted_weight, 1);
+}
+
+static __always_inline void runnable_off(struct task_ctx *tctx)
+{
+	if (tctx->counted_slot == SP_NO_CGROUP)
+		return;
+	count_runnable(tctx->counted_slot, tctx->counted_weight, -1);
+	tctx->counted_slot = SP_NO_CGROUP;
+}
+
 /* Queue @p in @part's queue by vtime, remembering where it waits. */
 static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
 					  u32 part, u64 enq_flags)
 {
-	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, task_vtime(p), enq_flags);
+	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, task_vtime(p, tctx), enq_flags);
 	if (tctx)
 		tctx->part_queued = part + 1;
 }
