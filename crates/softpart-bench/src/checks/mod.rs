@@ -5,6 +5,7 @@
 
 mod balancer;
 mod cli;
+mod contract;
 mod health;
 mod holds;
 mod observer;
@@ -36,6 +37,7 @@ fn tests() -> impl Iterator<Item = &'static (&'static str, Check)> {
         holds::TESTS,
         cli::TESTS,
         balancer::TESTS,
+        contract::TESTS,
     ]
     .into_iter()
     .flatten()
