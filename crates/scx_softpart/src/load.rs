@@ -68,6 +68,14 @@ pub(crate) fn open_skel<'a>(
     // update_idle() only re-checks the queues; the kernel's idle masks,
     // which every pick uses, must stay on.
     skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
+    // cpu.max changes reach the scheduler through ops.cgroup_set_bandwidth
+    // (6.17 and later); without it the kernel would refuse the whole ops.
+    if !scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth")
+        .unwrap_or(false)
+    {
+        skel.struct_ops.softpart_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
+        warn!("this kernel hands no cpu.max to sched_ext schedulers (6.17 and later do)");
+    }
     let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
     let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;
     let idle_nodes = layout
