@@ -16,11 +16,12 @@
  *   that found no idle CPU queues at home, and any idle CPU that may run it
  *   is kicked: no CPU stays idle while work it may run waits.
  * - dispatch: a CPU serves its own partition, unless another partition's
- *   queue head is far behind on the vtime clock; only when it would
+ *   queue head is far behind in vtime; only when it would
  *   otherwise go idle does it take any work from the others, nearest first
  *   (queue.bpf.h).
- * - CPU time is charged on one vtime clock at each cgroup's rate, so that
- *   cgroups get what cpu.weight entitles them to (cgroup.bpf.h).
+ * - CPU time is charged in vtime at each cgroup's rate, so that cgroups
+ *   get what cpu.weight entitles them to (cgroup.bpf.h); each partition
+ *   keeps its own vtime clock (task.bpf.h).
  *
  * Everything that needs history (softness, group balancing) lives in the
  * Rust control plane; this file reads what it was given. The helpers are
@@ -498,13 +499,14 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now;
 
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
+	advance_part_clock(tctx && tctx->part_queued ? tctx->part_queued - 1 : part_of_cpu(cpu),
+			   p->scx.dsq_vtime);
 	set_claimed(cpu, 0);
 	count_kthread_ran(cpu, tctx && tctx->kthread_queued);
 	if (!tctx)
 		return;
 	tctx->kthread_queued = 0;
+	tctx->run_vtime = p->scx.dsq_vtime;
 	now = now_ns();
 	if (diag)
 		count_diag_on_run(tctx, cpu);
@@ -591,7 +593,7 @@ void BPF_STRUCT_OPS(softpart_tick, struct task_struct *p)
 
 void BPF_STRUCT_OPS(softpart_enable, struct task_struct *p)
 {
-	p->scx.dsq_vtime = vtime_now;
+	p->scx.dsq_vtime = part_clock(part_of_cpu(scx_bpf_task_cpu(p)));
 }
 
 /* Affinity or cgroup changed: look the home up again at the next wakeup. */

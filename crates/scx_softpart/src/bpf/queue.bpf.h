@@ -150,18 +150,33 @@ static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at
 	return false;
 }
 
+/* Is @tctx (NULL: no context) a homed task whose home does not hold @cpu? */
+static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
+{
+	const struct cpumask *home;
+
+	if (!tctx)
+		return false;
+	home = home_of(tctx);
+	return home && !bpf_cpumask_test_cpu(cpu, home);
+}
+
 /*
  * Fairness across partitions: a queue head of another partition behind
  * @vtime (what @cpu would run next) by more than half the sleeper credit
  * is taken instead, nearest partition first. Each partition's CPUs serve
  * its own queue first; without this, the tenants of a partition with few
  * tasks per CPU would keep it while another partition's tenants, entitled
- * to as much, waited: the vtime clock is one for all partitions, so a
- * head that far behind is owed CPU time its own CPUs do not give it.
+ * to as much, waited: a task at its entitlement advances in vtime at the
+ * wall clock's rate whatever its partition (cgroup.bpf.h), so a head that
+ * far behind is owed CPU time its own CPUs do not give it.
  * Half the credit: below it, so that a deficit shows before the queue's
  * clamp (task_vtime()) forgives it; well above the slice or two partitions
  * progressing at the same rate drift apart by, so that they do not trade
- * tasks.
+ * tasks. Never a homed head onto a CPU outside its home: homes decide
+ * where a tenant runs, and its CPU time beyond them comes from idle CPUs
+ * (steal_or_idle()); pulling it out would move the instance off its node
+ * whenever its home is the busier one.
  */
 static bool pull_behind(s32 cpu, u32 own, u64 vtime)
 {
@@ -176,6 +191,7 @@ static bool pull_behind(s32 cpu, u32 own, u64 vtime)
 		part = part_order[idx];
 		qh = queue_head(part);
 		if (!qh.found || held_for_other(qh.tctx, cpu) ||
+		    homed_outside(qh.tctx, cpu) ||
 		    !time_before(qh.vtime + slice_lag_ns / 2, vtime))
 			continue;
 		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {

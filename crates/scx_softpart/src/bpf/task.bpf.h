@@ -69,6 +69,7 @@ struct task_ctx {
 	u32 passed_cpu;
 	/* its cgroup's slot (cgroup.bpf.h); SP_NO_CGROUP: none */
 	u32 cg_slot;
+	u64 run_vtime;		/* vtime it last started running with */
 	/* counted runnable in cg_runnable: in this slot, with this weight */
 	u32 counted_slot;
 	u32 counted_weight;
@@ -188,26 +189,53 @@ static const struct cpumask *and_allowed(struct task_struct *p, struct task_ctx 
 	return cast_mask(tctx->scratch);
 }
 
-/* Global vtime clock: the largest vtime a task has started running with. */
-static u64 vtime_now;
+/*
+ * Each partition's vtime clock: the largest vtime a task queued there has
+ * started running with. One per partition, as EEVDF keeps one per
+ * runqueue: a task waiting in one queue is clamped against that queue's
+ * progress only. With one clock for all, the partition whose tasks
+ * progress fastest would set it, and every task of a slower partition
+ * would be clamped to the same point behind it, forgetting the weights
+ * that put them apart. Written by the partition's CPUs only, without
+ * atomics: a lost update lowers the clock by a slice at most, and the
+ * next start raises it.
+ */
+static u64 part_vtime_now[SP_MAX_PARTS];
+
+static __always_inline u64 part_clock(u32 part)
+{
+	return part < SP_MAX_PARTS ? part_vtime_now[part] : 0;
+}
+
+/* @p, queued in @part (or run from there), starts running at its vtime. */
+static __always_inline void advance_part_clock(u32 part, u64 vtime)
+{
+	if (part < SP_MAX_PARTS && time_before(part_vtime_now[part], vtime))
+		part_vtime_now[part] = vtime;
+}
 
 /*
- * Where a task queues on the vtime clock: a sleeper keeps at most
- * slice_lag_ns of credit, and no task is put further ahead than what one
- * whole slice costs it (a task of a low weight, or of a cgroup far above
- * its entitlement, pays more per ns run), nor than SP_MAX_LEAD_NS. The
- * first bound is EEVDF's on a request's virtual deadline. The clock
- * advances at about the wall clock's rate (cgroup.bpf.h), so the second
- * bounds a waiting task's wait to about SP_MAX_LEAD_NS, far from the
- * kernel's 30 s watchdog: a task gets at least a slice per SP_MAX_LEAD_NS
- * (about 1% of a CPU) however low its weight, as a cgroup of weight 1 does
- * under EEVDF.
+ * Where a task queues on @part's vtime clock: a sleeper keeps at most
+ * slice_lag_ns of credit, and no task is put further ahead than what its
+ * last run cost it (at least a whole slice's cost; a task of a low weight,
+ * or of a cgroup far above its entitlement, pays more per ns run), nor
+ * than SP_MAX_LEAD_NS. The first bound is EEVDF's on a request's virtual
+ * deadline. The second leaves a task put back after its run where that
+ * run put it, however far a late tick let the slice run over, and brings
+ * one that comes from a partition whose clock is ahead to this clock plus
+ * that run. The clock advances at about the wall clock's rate
+ * (cgroup.bpf.h), so the third bounds a waiting task's wait to about
+ * SP_MAX_LEAD_NS, far from the kernel's 30 s watchdog: a task gets at
+ * least a slice per SP_MAX_LEAD_NS (about 1% of a CPU) however low its
+ * weight, as a cgroup of weight 1 does under EEVDF.
  */
-static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx)
+static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx, u32 part)
 {
-	u64 vtime = p->scx.dsq_vtime;
+	u64 vtime = p->scx.dsq_vtime, vtime_now = part_clock(part);
 	u64 ahead = vtime_cost(slice_ns, tctx ? tctx->cg_slot : SP_NO_CGROUP, p->scx.weight);
 
+	if (tctx && time_before(tctx->run_vtime + ahead, vtime))
+		ahead = vtime - tctx->run_vtime;
 	if (ahead > SP_MAX_LEAD_NS)
 		ahead = SP_MAX_LEAD_NS;
 
@@ -243,7 +271,7 @@ static __always_inline void runnable_off(struct task_ctx *tctx)
 static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
 					  u32 part, u64 enq_flags)
 {
-	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, task_vtime(p, tctx), enq_flags);
+	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, task_vtime(p, tctx, part), enq_flags);
 	if (tctx)
 		tctx->part_queued = part + 1;
 }
