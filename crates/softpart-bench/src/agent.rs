@@ -130,31 +130,21 @@ fn run_plan(plan_path: &Path, ch: &mut Channel) -> Result<()> {
     Ok(())
 }
 
+/// The bench's cgroups with the cpuset and cpu controllers, under every
+/// policy: with the cpu controller on, the default scheduler shares CPUs
+/// among groups by cpu.weight, as it does on a real host (systemd and
+/// container runtimes turn it on), not among tasks.
 fn prepare_cgroups() -> Result<()> {
-    write("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset")?;
+    write("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset +cpu")?;
     if !Path::new(BENCH_CG).exists() {
         fs::create_dir(BENCH_CG)?;
     }
-    write(format!("{BENCH_CG}/cgroup.subtree_control"), "+cpuset")?;
+    write(format!("{BENCH_CG}/cgroup.subtree_control"), "+cpuset +cpu")?;
     Ok(())
 }
 
-/// The cpu controller on for the bench's cgroups when the scenario gives
-/// its groups weights or caps (root first), off otherwise (the bench's
-/// cgroups first: a controller stays on while a child still uses it).
-fn set_cpu_controller(on: bool) -> Result<()> {
-    let root = "/sys/fs/cgroup/cgroup.subtree_control";
-    let bench = format!("{BENCH_CG}/cgroup.subtree_control");
-    if on {
-        write(root, "+cpu")?;
-        write(&bench, "+cpu")
-    } else {
-        write(&bench, "-cpu")?;
-        write(root, "-cpu")
-    }
-}
-
-/// A group's `cpu.weight` and `cpu.max`, where the scenario gives them.
+/// A group's `cpu.weight`, `cpu.max` and `cpu.idle`, where the scenario
+/// gives them.
 fn set_cpu_contract(cg: &Path, g: &crate::scenario::Group) -> Result<()> {
     if let Some(w) = g.weight {
         write(cg.join("cpu.weight"), &w.to_string())?;
@@ -163,13 +153,15 @@ fn set_cpu_contract(cg: &Path, g: &crate::scenario::Group) -> Result<()> {
         let quota = quota.map_or("max".to_string(), |q| q.to_string());
         write(cg.join("cpu.max"), &format!("{quota} {period}"))?;
     }
+    if g.idle {
+        write(cg.join("cpu.idle"), "1")?;
+    }
     Ok(())
 }
 
 fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Result<()> {
     let sc = &ps.scenario;
     let topo = sc.topo()?;
-    set_cpu_controller(sc.uses_cpu_controller())?;
     for (path, content) in &sc.files {
         if let Some(dir) = Path::new(path).parent() {
             fs::create_dir_all(dir)?;
@@ -463,9 +455,20 @@ fn run_once(
     obs: &Observer,
 ) -> Result<RunResult> {
     let mut workloads: Vec<Workload> = Vec::new();
+    // Parent groups' cgroups, outermost first: created before their
+    // children, removed after them.
+    let mut parents: Vec<PathBuf> = Vec::new();
     let result = (|| -> Result<RunResult> {
-        for g in &sc.groups {
-            let cg = PathBuf::from(format!("{BENCH_CG}/{}", g.name));
+        for g in sc.groups.iter().filter(|g| sc.is_parent(g)) {
+            let cg = PathBuf::from(format!("{BENCH_CG}/{}", sc.cgroup_path(g)));
+            remove_cgroup(&cg);
+            fs::create_dir(&cg).with_context(|| format!("creating {}", cg.display()))?;
+            parents.push(cg.clone());
+            set_cpu_contract(&cg, g)?;
+            write(cg.join("cgroup.subtree_control"), "+cpuset +cpu")?;
+        }
+        for g in sc.leaves() {
+            let cg = PathBuf::from(format!("{BENCH_CG}/{}", sc.cgroup_path(g)));
             let acct = PathBuf::from(format!("{ACCT_ROOT}/{}", g.name));
             remove_cgroup(&cg);
             remove_cgroup(&acct);
@@ -622,6 +625,9 @@ fn run_once(
     for w in &workloads {
         remove_cgroup(&w.cg);
         remove_cgroup(&w.acct);
+    }
+    for cg in parents.iter().rev() {
+        remove_cgroup(cg);
     }
     result
 }

@@ -87,6 +87,7 @@ mod tests {
             parts: Vec::new(),
             groups,
             held: Default::default(),
+            tenants: Vec::new(),
         }
     }
 

@@ -149,7 +149,15 @@ pub struct Group {
     pub name: String,
     /// Shell command run in the group's cgroup; `{load}` and `{cpus}` (the
     /// guest's CPU count) are substituted. It should run until killed.
+    /// Empty, and only empty, for a group other groups name as `parent`:
+    /// under cgroup v2 a cgroup that shares its controllers with children
+    /// holds no tasks itself.
+    #[serde(default)]
     pub command: String,
+    /// The group this one's cgroup is created inside (declared earlier in
+    /// the file); its CPU time is reported as the sum of its children's.
+    #[serde(default)]
+    pub parent: Option<String>,
     /// The group's home: where locality is measured against, what `pinned`
     /// confines it to, and (later) what softpart prefers.
     #[serde(default)]
@@ -164,6 +172,10 @@ pub struct Group {
     /// be "max"), e.g. "100000 100000" for one CPU.
     #[serde(default)]
     pub max: Option<String>,
+    /// The group's `cpu.idle`: true for 1 (its tasks run only on CPUs no
+    /// one else wants, as SCHED_IDLE tasks do).
+    #[serde(default)]
+    pub idle: bool,
 }
 
 impl Group {
@@ -353,8 +365,33 @@ impl Scenario {
             if !names.insert(&g.name) {
                 bail!("group name {:?} appears twice", g.name);
             }
-            if g.command.trim().is_empty() {
+            if let Some(p) = &g.parent {
+                let Some(up) = self.groups.iter().find(|u| &u.name == p) else {
+                    bail!("group {:?}: parent = {p:?}: no such group", g.name);
+                };
+                if !names.contains(&up.name) || up.name == g.name {
+                    bail!(
+                        "group {:?}: parent = {p:?}: declare the parent before its children",
+                        g.name
+                    );
+                }
+            }
+            let is_parent = self.is_parent(g);
+            if is_parent && !g.command.trim().is_empty() {
+                bail!(
+                    "group {:?}: field command must be empty: other groups name it as parent, \
+                     and a cgroup with children holds no tasks",
+                    g.name
+                );
+            }
+            if !is_parent && g.command.trim().is_empty() {
                 bail!("group {:?}: field command is empty", g.name);
+            }
+            if is_parent && (g.home.is_some() || g.cpuset.is_some()) {
+                bail!(
+                    "group {:?}: a parent group takes weight and max only (no home, no cpuset)",
+                    g.name
+                );
             }
             self.home_cpus(g, &topo)?;
             if let Some(w) = g.weight
@@ -374,13 +411,45 @@ impl Scenario {
         Ok(())
     }
 
-    /// Whether the groups run under the cpu controller: when any sets a
-    /// weight or a cap. The others keep the controller off, so that their
-    /// figures stay comparable with earlier runs.
-    pub fn uses_cpu_controller(&self) -> bool {
+    /// Whether other groups name `g` as their parent.
+    pub fn is_parent(&self, g: &Group) -> bool {
         self.groups
             .iter()
-            .any(|g| g.weight.is_some() || g.max.is_some())
+            .any(|c| c.parent.as_deref() == Some(g.name.as_str()))
+    }
+
+    /// `g`'s cgroup path below the bench's cgroup: its parents' names,
+    /// outermost first, then its own ("a/x").
+    pub fn cgroup_path(&self, g: &Group) -> String {
+        let mut path = vec![g.name.as_str()];
+        let mut at = g;
+        // validate() keeps parents declared first, so this ends.
+        for _ in 0..self.groups.len() {
+            let Some(up) = at
+                .parent
+                .as_ref()
+                .and_then(|p| self.groups.iter().find(|u| &u.name == p))
+            else {
+                break;
+            };
+            path.push(up.name.as_str());
+            at = up;
+        }
+        path.reverse();
+        path.join("/")
+    }
+
+    /// The groups with a command (not parents), whose tasks are measured.
+    pub fn leaves(&self) -> impl Iterator<Item = &Group> {
+        self.groups.iter().filter(|g| !self.is_parent(g))
+    }
+
+    /// Whether any group sets a CPU contract (a weight, a cap) or nests:
+    /// the report then gives each group's CPU time with its contract.
+    pub fn sets_contract(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g.weight.is_some() || g.max.is_some() || g.parent.is_some() || g.idle)
     }
 
     /// The shell commands run after each window: `probes`, then one that
@@ -665,14 +734,66 @@ home = { cpus = "4-7" }
     }
 
     #[test]
-    fn weights_and_caps_turn_the_cpu_controller_on() {
-        assert!(!parse(GOOD).unwrap().uses_cpu_controller());
+    fn groups_nest_inside_parents_without_tasks() {
+        const NESTED: &str = r#"
+name = "t"
+topology = "2n2c2t"
+duration_s = 5
+loads = [1]
+[[group]]
+name = "a"
+weight = 200
+[[group]]
+name = "x"
+parent = "a"
+command = "stress-ng --cpu 4"
+[[group]]
+name = "y"
+parent = "x2"
+command = "stress-ng --cpu 4"
+"#;
+        let err = |s: &str| format!("{:#}", parse(s).unwrap_err());
+        let e = err(NESTED);
+        assert!(
+            e.contains("\"y\"") && e.contains("x2") && e.contains("no such group"),
+            "{e}"
+        );
+        let s = parse(&NESTED.replace("\"x2\"", "\"a\"")).unwrap();
+        assert!(s.is_parent(&s.groups[0]) && !s.is_parent(&s.groups[1]));
+        assert_eq!(s.cgroup_path(&s.groups[2]), "a/y");
+        assert_eq!(
+            s.leaves().map(|g| g.name.as_str()).collect::<Vec<_>>(),
+            ["x", "y"]
+        );
+        // A parent runs nothing; a leaf runs something.
+        let e = err(&NESTED
+            .replace("\"x2\"", "\"a\"")
+            .replace("weight = 200", "weight = 200\ncommand = \"sleep 9\""));
+        assert!(
+            e.contains("\"a\"") && e.contains("command must be empty"),
+            "{e}"
+        );
+        let e = err(&NESTED.replace("\"x2\"", "\"a\"").replace(
+            "command = \"stress-ng --cpu 4\"\n[[group]]\nname = \"y\"",
+            "[[group]]\nname = \"y\"",
+        ));
+        assert!(e.contains("\"x\"") && e.contains("command is empty"), "{e}");
+        // Parents first.
+        let e = err(&NESTED
+            .replace("parent = \"a\"", "parent = \"y\"")
+            .replace("\"x2\"", "\"a\""));
+        assert!(e.contains("declare the parent before"), "{e}");
+    }
+
+    #[test]
+    fn weights_and_caps_are_a_contract() {
+        assert!(!parse(GOOD).unwrap().sets_contract());
         let s = parse(&GOOD.replace(
             "home = { node = 0 }",
             "weight = 300\nmax = \"50000 100000\"",
         ))
         .unwrap();
-        assert!(s.uses_cpu_controller());
+        assert!(s.sets_contract());
         assert_eq!(s.groups[0].weight, Some(300));
         assert_eq!(
             s.groups[0].cpu_max().unwrap(),
@@ -680,7 +801,7 @@ home = { cpus = "4-7" }
         );
         let s = parse(&GOOD.replace("home = { node = 0 }", "max = \"max 100000\"")).unwrap();
         assert_eq!(s.groups[0].cpu_max().unwrap(), Some((None, 100_000)));
-        assert!(s.uses_cpu_controller());
+        assert!(s.sets_contract());
     }
 
     #[test]

@@ -70,9 +70,9 @@ pub struct RunFigures {
     /// The same share for the least exclusive group (the figure asked of
     /// every group).
     pub exclusivity_worst: Option<f64>,
-    /// Each group's CPU time, CPU-s per s, in the scenario's order (shown
-    /// for scenarios under the cpu controller, whose groups have a
-    /// contract to hold).
+    /// Each group's CPU time, CPU-s per s, in the scenario's order, then
+    /// the parent groups' (their children's summed); shown for scenarios
+    /// whose groups set a contract or nest.
     pub group_cpu: Vec<(String, f64)>,
     /// The longer observer read as a share of the window: the window's CPU
     /// time is exact to within this share of the machine (None in results
@@ -128,6 +128,16 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
                 .map(|(_, ns)| ns)
                 .sum::<u64>();
         }
+    }
+    // A parent group's CPU time: its leaves' (it holds no tasks itself).
+    for g in sc.groups.iter().filter(|g| sc.is_parent(g)) {
+        let inside = format!("{}/", sc.cgroup_path(g));
+        let sum = sc
+            .leaves()
+            .filter(|l| sc.cgroup_path(l).starts_with(&inside))
+            .filter_map(|l| group_cpu.iter().find(|(n, _)| *n == l.name).map(|x| x.1))
+            .sum::<f64>();
+        group_cpu.push((g.name.clone(), sum));
     }
     let homed = sc.groups.iter().any(|g| g.home.is_some());
     let mut shares = Vec::new();
@@ -462,12 +472,13 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
         });
         write_table(&mut out, title, &sc.load_label, policies, &rows);
     }
-    if sc.uses_cpu_controller() {
+    if sc.sets_contract() {
         for g in &sc.groups {
             let contract = format!(
-                "weight {}, cpu.max {}",
+                "weight {}, cpu.max {}{}",
                 g.weight.unwrap_or(100),
-                g.max.as_deref().unwrap_or("max")
+                g.max.as_deref().unwrap_or("max"),
+                if g.idle { ", cpu.idle 1" } else { "" }
             );
             let of_group =
                 |f: &RunFigures| f.group_cpu.iter().find(|(n, _)| *n == g.name).map(|x| x.1);
