@@ -32,6 +32,9 @@
 	SP_EVENT(DISPATCH_STEAL, "idle CPUs that took work from another partition (steals)") \
 	SP_EVENT(DISPATCH_IDLE, "CPUs that found no work anywhere (went idle)") \
 	SP_EVENT(PULL_BEHIND, "CPUs that took another partition's head, far behind on the vtime clock") \
+	SP_EVENT(PARKED, "tasks of a cgroup out of cpu.max budget, parked until its refill") \
+	SP_EVENT(UNPARKED, "parked tasks released to their partition's queue after a refill") \
+	SP_EVENT(THROTTLE_PREEMPT, "running tasks switched out when their cgroup ran out of budget") \
 	SP_EVENT(CGROUP_NO_SLOT, "cgroups created while the cgroup table was full (charged as plain tasks)") \
 	SP_EVENT(IDLE_RECHECK, "CPUs going idle that saw work queued meanwhile") \
 	SP_EVENT(HOME_RESOLVE, "task homes looked up again after a change") \

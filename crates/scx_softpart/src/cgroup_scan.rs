@@ -19,6 +19,7 @@ impl Scheduler<'_> {
     pub(crate) fn scan_cgroups(&mut self) {
         self.last_scan = std::time::Instant::now();
         let live = cgroup_tree(Path::new(control::CGROUP_ROOT));
+        self.cgroup_paths = live.iter().map(|(l, id)| (*id, l.clone())).collect();
         let ids: BTreeSet<u64> = live.iter().map(|(_, id)| *id).collect();
         let gone: Vec<u64> = self
             .cgroup_groups
@@ -47,6 +48,9 @@ impl Scheduler<'_> {
         }
         for (label, cgid) in live {
             let first_seen = self.seen_cgroups.insert(cgid);
+            if first_seen {
+                self.warn_unenforced(&label);
+            }
             if self.cgroup_groups.contains_key(&cgid) {
                 continue;
             }
@@ -61,6 +65,26 @@ impl Scheduler<'_> {
                     self.start_balancing(&label, cgid, period, &pattern);
                 }
                 None => {}
+            }
+        }
+    }
+
+    /// Names a new cgroup whose cpu.max or cpu.idle this kernel does not
+    /// let scx_softpart enforce: nothing is ignored silently.
+    fn warn_unenforced(&self, label: &str) {
+        let dir = Path::new(control::CGROUP_ROOT).join(label.trim_start_matches('/'));
+        for u in &self.unenforced {
+            if let Ok(v) = std::fs::read_to_string(dir.join(u.file))
+                && (u.set)(&v)
+            {
+                warn!(
+                    "cgroup {label}: {} {} not enforced: this kernel does not hand {} \
+                     to sched_ext schedulers ({} and later do)",
+                    u.file,
+                    v.trim(),
+                    u.file,
+                    u.since
+                );
             }
         }
     }
@@ -101,6 +125,38 @@ impl Scheduler<'_> {
             Err(e) => warn!("balancer: cgroup {label}: {e:#}"),
         }
     }
+}
+
+/// A cgroup setting the kernel does not hand to sched_ext schedulers (an
+/// older kernel): a cgroup found with it set is named in a warning.
+pub(crate) struct Unenforced {
+    /// The cgroup file, e.g. "cpu.idle".
+    pub file: &'static str,
+    /// Whether a value of the file sets it.
+    pub set: fn(&str) -> bool,
+    /// The first kernel that hands it over.
+    pub since: &'static str,
+}
+
+/// The settings this kernel does not hand over.
+pub(crate) fn unenforced_settings() -> Vec<Unenforced> {
+    let has = |op: &str| scx_utils::compat::struct_has_field("sched_ext_ops", op).unwrap_or(false);
+    let mut out = Vec::new();
+    if !has("cgroup_set_bandwidth") {
+        out.push(Unenforced {
+            file: "cpu.max",
+            set: |v| !v.starts_with("max"),
+            since: "6.17",
+        });
+    }
+    if !has("cgroup_set_idle") {
+        out.push(Unenforced {
+            file: "cpu.idle",
+            set: |v| v.trim() == "1",
+            since: "6.19",
+        });
+    }
+    out
 }
 
 /// Every cgroup under `root` (at most SP_MAX_CGROUP_DEPTH levels down),

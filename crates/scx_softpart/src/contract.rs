@@ -4,9 +4,11 @@
 //! the kernel's callbacks) become the rate its tasks' CPU time is charged
 //! at on the vtime clock (softpart_core::shares::charge_rates).
 
+use crate::bpf_intf::softpart_consts_SP_NO_CGROUP as NO_CGROUP;
 use crate::bpf_intf::softpart_consts_SP_RATE_ONE as RATE_ONE;
 use crate::bpf_skel::types::sp_cgroup;
-use softpart_core::shares::{CgroupLoad, charge_rates};
+use crate::counters::CgroupSums;
+use softpart_core::shares::{CgroupLoad, cgroup_entitlements, charge_rates};
 use std::collections::HashMap;
 
 /// How much of a new reading the smoothed load takes each period: a time
@@ -18,10 +20,76 @@ const SMOOTHING: f64 = 0.2;
 /// at most 10000x a plain task's charge (the weight range's ratio).
 const MAX_RATE: f64 = 100.0 * 10_000.0;
 
-/// Smoothed runnable load per cgroup id: (summed weight, count).
+/// For each cgroup, the nearest one at or above it with a cpu.max cap (an
+/// index into `cgroups`): the fast path charges a task's CPU time to that
+/// one, then to the nearest capped one above it, and so on.
+pub(crate) fn nearest_caps(cgroups: &[CgroupLoad]) -> Vec<Option<usize>> {
+    cgroups
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let mut at = Some(i);
+            // Deeper than cgroups nest: ends a cycle in bad input.
+            for _ in 0..256 {
+                let c = &cgroups[at?];
+                if c.cap.is_some() {
+                    return at;
+                }
+                at = c.parent.filter(|&p| p < cgroups.len());
+            }
+            None
+        })
+        .collect()
+}
+
+/// What the statistics say of one cgroup, as of the last period.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct CgroupView {
+    /// Its slot in the fast path's table.
+    pub slot: usize,
+    pub weight: u32,
+    /// cpu.max in CPUs; `None` for "max".
+    pub cap: Option<f64>,
+    /// What its contract and everyone's load entitle it to, in CPUs (its
+    /// own tasks' share and its descendants').
+    pub entitled: f64,
+    /// CPU time its own tasks ran since it was first seen.
+    pub run_ns: u64,
+    /// Its own tasks' CPU time lately, in CPUs (about a second's average).
+    pub cpus_used: f64,
+}
+
+/// How much of a new reading the smoothed CPU time takes each period: a
+/// time constant of about 50 periods (one second), for the statistics.
+const USED_SMOOTHING: f64 = 0.02;
+
+/// For each cgroup, whether it or one above it has cpu.idle set.
+pub(crate) fn idle_under(cgroups: &[CgroupLoad], idle: &[bool]) -> Vec<bool> {
+    (0..cgroups.len())
+        .map(|i| {
+            let mut at = Some(i);
+            // Deeper than cgroups nest: ends a cycle in bad input.
+            for _ in 0..256 {
+                let Some(c) = at else { return false };
+                if idle.get(c).copied().unwrap_or(false) {
+                    return true;
+                }
+                at = cgroups[c].parent.filter(|&p| p < cgroups.len());
+            }
+            false
+        })
+        .collect()
+}
+
+/// Per cgroup id: the smoothed runnable load (summed weight, count), the
+/// run time counted in its slot before it was first seen there, and what
+/// the statistics read.
 #[derive(Default)]
 pub(crate) struct Contract {
     load: HashMap<u64, (f64, f64)>,
+    run_base: HashMap<u64, u64>,
+    pub(crate) view: HashMap<u64, CgroupView>,
+    last_at: Option<std::time::Instant>,
 }
 
 /// cpu.max as CPUs, `None` for "max" (or a quota the kernel would not set).
@@ -32,7 +100,7 @@ pub(crate) fn cap_cpus(quota_us: u64, period_us: u64) -> Option<f64> {
 impl Contract {
     /// One period: smooths `runnable` (per slot, from
     /// counters::cgroup_runnable) and writes each slot's rate.
-    pub(crate) fn refresh(&mut self, slots: &mut [sp_cgroup], runnable: &[(i64, i64)], cpus: f64) {
+    pub(crate) fn refresh(&mut self, slots: &mut [sp_cgroup], runnable: &[CgroupSums], cpus: f64) {
         let used: Vec<usize> = (0..slots.len()).filter(|&i| slots[i].cgid != 0).collect();
         let index: HashMap<u32, usize> = used
             .iter()
@@ -44,9 +112,9 @@ impl Contract {
             .iter()
             .map(|&slot| {
                 let cg = &slots[slot];
-                let (w, n) = runnable.get(slot).copied().unwrap_or_default();
+                let sums = runnable.get(slot).copied().unwrap_or_default();
                 let old = self.load.get(&cg.cgid).copied().unwrap_or((0.0, 0.0));
-                let now = (w.max(0) as f64, n.max(0) as f64);
+                let now = (sums.weight.max(0) as f64, sums.nr.max(0) as f64);
                 let smooth = (
                     old.0 + SMOOTHING * (now.0 - old.0),
                     old.1 + SMOOTHING * (now.1 - old.1),
@@ -54,7 +122,9 @@ impl Contract {
                 seen.insert(cg.cgid, smooth);
                 CgroupLoad {
                     parent: index.get(&cg.parent).copied(),
-                    weight: cg.weight.max(1),
+                    // cpu.idle: the kernel weighs the cgroup at 3/1024 of
+                    // a nice-0 task, below the least cpu.weight (1).
+                    weight: if cg.idle != 0 { 1 } else { cg.weight.max(1) },
                     cap: cap_cpus(cg.quota_us, cg.period_us),
                     runnable_weight: smooth.0,
                     runnable: smooth.1,
@@ -62,6 +132,15 @@ impl Contract {
             })
             .collect();
         self.load = seen;
+        self.note_view(slots, &used, &loads, runnable, cpus);
+        let caps = nearest_caps(&loads);
+        for (&slot, cap) in used.iter().zip(caps) {
+            slots[slot].cap_up = cap.map_or(NO_CGROUP, |at| used[at] as u32);
+        }
+        let idle: Vec<bool> = used.iter().map(|&slot| slots[slot].idle != 0).collect();
+        for (at, under) in idle_under(&loads, &idle).into_iter().enumerate() {
+            slots[used[at]].idle_under = under as u32;
+        }
         let rates = charge_rates(&loads, cpus);
         for (&slot, rate) in used.iter().zip(rates) {
             slots[slot].rate = if rate > 0.0 {
@@ -70,6 +149,56 @@ impl Contract {
                 0
             };
         }
+    }
+}
+
+impl Contract {
+    /// The statistics' view: each cgroup's contract, entitlement and run
+    /// time (counted from when its id was first seen in its slot: a slot's
+    /// counter goes on from the cgroup that had it before).
+    fn note_view(
+        &mut self,
+        slots: &[sp_cgroup],
+        used: &[usize],
+        loads: &[CgroupLoad],
+        runnable: &[CgroupSums],
+        cpus: f64,
+    ) {
+        let shares = cgroup_entitlements(loads, cpus);
+        let now = std::time::Instant::now();
+        let secs = self
+            .last_at
+            .map_or(0.0, |t| now.duration_since(t).as_secs_f64());
+        self.last_at = Some(now);
+        let mut base = HashMap::with_capacity(used.len());
+        let mut view = HashMap::with_capacity(used.len());
+        for (at, &slot) in used.iter().enumerate() {
+            let cg = &slots[slot];
+            let run = runnable.get(slot).map_or(0, |s| s.run_ns);
+            let from = *self.run_base.get(&cg.cgid).unwrap_or(&run);
+            base.insert(cg.cgid, from);
+            let run_ns = run.saturating_sub(from);
+            let cpus_used = match self.view.get(&cg.cgid) {
+                Some(old) if secs > 0.0 => {
+                    let now = run_ns.saturating_sub(old.run_ns) as f64 / 1e9 / secs;
+                    old.cpus_used + USED_SMOOTHING * (now - old.cpus_used)
+                }
+                _ => 0.0,
+            };
+            view.insert(
+                cg.cgid,
+                CgroupView {
+                    slot,
+                    weight: cg.weight,
+                    cap: loads[at].cap,
+                    entitled: shares[at],
+                    run_ns,
+                    cpus_used,
+                },
+            );
+        }
+        self.run_base = base;
+        self.view = view;
     }
 }
 
@@ -98,7 +227,12 @@ mod tests {
             slot(7, 0, 100),
             slot(8, 0, 300),
         ];
-        let runnable = vec![(0, 0), (0, 0), (1600, 16), (2400, 24)];
+        let sums = |weight, nr| CgroupSums {
+            weight,
+            nr,
+            run_ns: 0,
+        };
+        let runnable = vec![sums(0, 0), sums(0, 0), sums(1600, 16), sums(2400, 24)];
         let mut c = Contract::default();
         for _ in 0..100 {
             c.refresh(&mut slots, &runnable, 8.0);
@@ -121,6 +255,49 @@ mod tests {
         slots[3].cgid = 0;
         c.refresh(&mut slots, &runnable, 8.0);
         assert!(!c.load.contains_key(&8));
+    }
+
+    #[test]
+    fn charges_go_to_the_nearest_cap_above() {
+        let none = crate::bpf_intf::softpart_consts_SP_NO_CGROUP;
+        // root (0) -> a (1, capped) -> x (2) -> y (3, capped); root -> b (4).
+        let mut slots = vec![
+            slot(1, none, 100),
+            slot(2, 0, 100),
+            slot(3, 1, 100),
+            slot(4, 2, 100),
+            slot(5, 0, 100),
+        ];
+        slots[1].quota_us = 100_000;
+        slots[3].quota_us = 50_000;
+        let runnable = vec![CgroupSums::default(); 5];
+        Contract::default().refresh(&mut slots, &runnable, 8.0);
+        let caps: Vec<u32> = slots.iter().map(|s| s.cap_up).collect();
+        assert_eq!(caps, vec![none, 1, 1, 3, none]);
+        // cpu.idle on a: it and everything below it.
+        slots[1].idle = 1;
+        Contract::default().refresh(&mut slots, &runnable, 8.0);
+        let idle: Vec<u32> = slots.iter().map(|s| s.idle_under).collect();
+        assert_eq!(idle, vec![0, 1, 1, 1, 0]);
+        // A cycle in bad input ends.
+        let looped = vec![
+            CgroupLoad {
+                parent: Some(1),
+                weight: 100,
+                cap: None,
+                runnable_weight: 0.0,
+                runnable: 0.0,
+            },
+            CgroupLoad {
+                parent: Some(0),
+                weight: 100,
+                cap: None,
+                runnable_weight: 0.0,
+                runnable: 0.0,
+            },
+        ];
+        assert_eq!(nearest_caps(&looped), vec![None, None]);
+        assert_eq!(idle_under(&looped, &[false, false]), vec![false, false]);
     }
 
     #[test]

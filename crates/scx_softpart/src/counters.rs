@@ -124,11 +124,21 @@ pub(crate) fn reset_group(maps: &BpfMaps, slot: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The runnable tasks of cgroup slots 0..`slots`, (summed weight, count)
-/// summed over the CPUs, in one batched read of the per-CPU map: a read
-/// per slot would cost a system call for each of hundreds of cgroups every
-/// period.
-pub(crate) fn cgroup_runnable(maps: &BpfMaps, slots: usize) -> Vec<(i64, i64)> {
+/// One cgroup slot's per-CPU counters summed over the CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct CgroupSums {
+    /// Its runnable tasks' summed weight.
+    pub weight: i64,
+    /// Its runnable tasks.
+    pub nr: i64,
+    /// CPU time its tasks ran, since the slot's first use.
+    pub run_ns: u64,
+}
+
+/// The per-CPU counters of cgroup slots 0..`slots` summed over the CPUs,
+/// in one batched read of the per-CPU map: a read per slot would cost a
+/// system call for each of hundreds of cgroups every period.
+pub(crate) fn cgroup_runnable(maps: &BpfMaps, slots: usize) -> Vec<CgroupSums> {
     use libbpf_rs::libbpf_sys;
     use std::os::fd::{AsFd, AsRawFd};
 
@@ -167,7 +177,7 @@ pub(crate) fn cgroup_runnable(maps: &BpfMaps, slots: usize) -> Vec<(i64, i64)> {
     if ret != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOENT) {
         return Vec::new();
     }
-    let mut sums = vec![(0i64, 0i64); slots];
+    let mut sums = vec![CgroupSums::default(); slots];
     for (i, &key) in keys.iter().enumerate().take(count as usize) {
         let Some(sum) = sums.get_mut(key as usize) else {
             continue;
@@ -175,8 +185,9 @@ pub(crate) fn cgroup_runnable(maps: &BpfMaps, slots: usize) -> Vec<(i64, i64)> {
         for cpu in 0..ncpus {
             let at = (i * ncpus + cpu) * stride;
             if let Some(v) = read::<sp_cg_runnable>(&values[at..]) {
-                sum.0 += v.weight;
-                sum.1 += v.nr;
+                sum.weight += v.weight;
+                sum.nr += v.nr;
+                sum.run_ns += v.run_ns;
             }
         }
     }

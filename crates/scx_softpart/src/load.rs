@@ -74,7 +74,18 @@ pub(crate) fn open_skel<'a>(
         .unwrap_or(false)
     {
         skel.struct_ops.softpart_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
-        warn!("this kernel hands no cpu.max to sched_ext schedulers (6.17 and later do)");
+        warn!(
+            "this kernel hands no cpu.max to sched_ext schedulers (6.17 and later do): \
+             each cgroup with a cpu.max quota is named as it is found"
+        );
+    }
+    // cpu.idle: ops.cgroup_set_idle (6.19 and later), the same way.
+    if !scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false) {
+        skel.struct_ops.softpart_ops_mut().cgroup_set_idle = std::ptr::null_mut();
+        warn!(
+            "this kernel hands no cpu.idle to sched_ext schedulers (6.19 and later do): \
+             each cgroup with cpu.idle set is named as it is found"
+        );
     }
     let per_node_flag = *scx_utils::compat::SCX_OPS_BUILTIN_IDLE_PER_NODE;
     let max_nodes = bpf_intf::softpart_consts_SP_MAX_NODES as usize;

@@ -152,6 +152,10 @@ struct Scheduler<'a> {
     balance_period: Duration,
     last_balance: std::time::Instant,
     seen_cgroups: BTreeSet<u64>,
+    /// cgroup settings this kernel does not hand over (cgroup_scan.rs).
+    unenforced: Vec<cgroup_scan::Unenforced>,
+    /// Every cgroup's path by id, from the last scan (the statistics).
+    cgroup_paths: std::collections::HashMap<u64, String>,
     /// Cgroups with a home, by id: their group label.
     cgroup_groups: BTreeMap<u64, String>,
     last_scan: std::time::Instant,
@@ -258,6 +262,8 @@ impl<'a> Scheduler<'a> {
             balance_period: Duration::from_millis(opts.balance_period_ms),
             last_balance: std::time::Instant::now(),
             seen_cgroups: BTreeSet::new(),
+            cgroup_paths: Default::default(),
+            unenforced: cgroup_scan::unenforced_settings(),
             cgroup_groups: BTreeMap::new(),
             last_scan: std::time::Instant::now(),
             stats_server,

@@ -3,9 +3,10 @@
 //! exit.
 
 use crate::Scheduler;
+use crate::bpf_skel::types::sp_cg_budget;
 use crate::{EVENT_NAMES, counters, homes, monotonic_ns, stats};
 use libbpf_rs::MapCore;
-use softpart_core::control::{GroupView, Held, PartView, StatView};
+use softpart_core::control::{GroupView, Held, PartView, StatView, TenantView};
 use softpart_core::cpulist;
 
 impl Scheduler<'_> {
@@ -51,7 +52,45 @@ impl Scheduler<'_> {
                 })
                 .collect(),
             held: self.held(),
+            tenants: self.tenants(),
         }
+    }
+
+    /// The cgroups `softpart stat` and `--stats` list: a contract set or
+    /// CPU time run.
+    fn tenant_slots(&self) -> Vec<(String, &crate::contract::CgroupView, sp_cg_budget)> {
+        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
+            return Vec::new();
+        };
+        let mut out: Vec<_> = self
+            .contract
+            .view
+            .iter()
+            .filter(|(_, v)| v.weight != 100 || v.cap.is_some() || v.run_ns > 0)
+            .filter_map(|(cgid, v)| {
+                let path = self.cgroup_paths.get(cgid)?;
+                let b = bss.cg_budgets.get(v.slot).copied().unwrap_or_default();
+                Some((path.clone(), v, b))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    fn tenants(&self) -> Vec<TenantView> {
+        self.tenant_slots()
+            .into_iter()
+            .filter(|(_, v, _)| v.weight != 100 || v.cap.is_some() || v.cpus_used >= 0.01)
+            .map(|(path, v, b)| TenantView {
+                path,
+                weight: v.weight,
+                cap_cpus: v.cap,
+                entitled_cpus: v.entitled,
+                cpus_used: v.cpus_used,
+                throttled_s: b.throttled_ns as f64 / 1e9,
+                throttles: b.nr_throttled,
+            })
+            .collect()
     }
 
     fn held(&self) -> Held {
@@ -108,6 +147,19 @@ impl Scheduler<'_> {
         );
         for g in self.balancer.groups.values() {
             snap.balanced.insert(g.label.clone(), (g.part, g.moves));
+        }
+        for (path, v, b) in self.tenant_slots() {
+            snap.tenants.insert(
+                path,
+                stats::RawTenant {
+                    weight: v.weight,
+                    cap: v.cap,
+                    entitled: v.entitled,
+                    run_ns: v.run_ns,
+                    throttled_ns: b.throttled_ns,
+                    throttles: b.nr_throttled,
+                },
+            );
         }
         for (i, cpus) in self.parts.iter().enumerate() {
             let mut raw = counters::partition(&per_cpu, cpus);

@@ -30,6 +30,21 @@ pub struct RawCounters {
     pub delay_hist: Vec<u64>,
 }
 
+/// One cgroup's contract and cumulative counters (the cgroup CPU contract).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawTenant {
+    pub weight: u32,
+    /// cpu.max in CPUs; `None` for "max".
+    pub cap: Option<f64>,
+    /// Its entitlement in CPUs at the snapshot.
+    pub entitled: f64,
+    /// CPU time its own tasks ran.
+    pub run_ns: u64,
+    /// Time out of cpu.max budget, and how many times it ran out.
+    pub throttled_ns: u64,
+    pub throttles: u64,
+}
+
 /// Everything a report is computed from, taken at one instant.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
@@ -43,6 +58,28 @@ pub struct Snapshot {
     pub parts: BTreeMap<u32, (String, usize, RawCounters)>,
     /// Groups the balancer places, by label: (partition, moves so far).
     pub balanced: BTreeMap<String, (Option<usize>, u64)>,
+    /// cgroups of the cpu controller, by path, with a contract set (a
+    /// weight other than 100, or a cap) or CPU time run.
+    pub tenants: BTreeMap<String, RawTenant>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(desc = "one cgroup of the cpu controller: its contract and what it got")]
+pub struct TenantMetrics {
+    #[stat(desc = "cpu.weight")]
+    pub weight: u32,
+    #[stat(desc = "cpu.max in CPUs (0: no cap)")]
+    pub cap_cpus: f64,
+    #[stat(desc = "CPUs its contract entitles it to against everyone's load now")]
+    pub entitled_cpus: f64,
+    #[stat(desc = "CPUs' worth of time its own tasks ran (CPU-s per s)")]
+    pub cpus_used: f64,
+    #[stat(desc = "cpus_used over entitled_cpus, % (0 when entitled to none)")]
+    pub share_pct: f64,
+    #[stat(desc = "time spent out of cpu.max budget, ms per s")]
+    pub throttled_ms_per_s: f64,
+    #[stat(desc = "times it ran out of cpu.max budget")]
+    pub throttles: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
@@ -112,6 +149,8 @@ pub struct Metrics {
     pub groups: BTreeMap<String, GroupMetrics>,
     #[stat(desc = "per partition")]
     pub parts: BTreeMap<String, PartMetrics>,
+    #[stat(desc = "per cgroup of the cpu controller with a contract set or CPU time run")]
+    pub tenants: BTreeMap<String, TenantMetrics>,
 }
 
 fn sub_hist(a: &[u64], b: &[u64]) -> Vec<u64> {
@@ -200,6 +239,27 @@ impl Metrics {
                 },
             );
         }
+        for (path, t) in &cur.tenants {
+            let zero = RawTenant::default();
+            let p = prev.tenants.get(path).unwrap_or(&zero);
+            let used = if secs > 0.0 {
+                t.run_ns.saturating_sub(p.run_ns) as f64 / 1e9 / secs
+            } else {
+                0.0
+            };
+            m.tenants.insert(
+                path.clone(),
+                TenantMetrics {
+                    weight: t.weight,
+                    cap_cpus: t.cap.unwrap_or(0.0),
+                    entitled_cpus: t.entitled,
+                    cpus_used: used,
+                    share_pct: pct(used, t.entitled),
+                    throttled_ms_per_s: per_s(t.throttled_ns.saturating_sub(p.throttled_ns)) / 1e6,
+                    throttles: t.throttles.saturating_sub(p.throttles),
+                },
+            );
+        }
         for (id, (cpus, nr, c)) in &cur.parts {
             let p = prev.parts.get(id).map_or(&zero, |x| &x.2);
             let capacity = secs * 1e9 * *nr as f64;
@@ -273,6 +333,21 @@ impl Metrics {
                 writeln!(w, "    balanced: PART-{} moves {}", g.partition, g.moves)?;
             }
         }
+        for (path, t) in &self.tenants {
+            let cap = if t.cap_cpus > 0.0 {
+                format!(
+                    "cap {:.2} throttled {:.0}ms/s ({}x)",
+                    t.cap_cpus, t.throttled_ms_per_s, t.throttles
+                )
+            } else {
+                String::new()
+            };
+            writeln!(
+                w,
+                "  cgroup {path:<30} weight {:<5} cpus {:5.2} entitled {:5.2} ({:.0}%) {cap}",
+                t.weight, t.cpus_used, t.entitled_cpus, t.share_pct
+            )?;
+        }
         for (id, p) in &self.parts {
             writeln!(
                 w,
@@ -304,6 +379,7 @@ pub fn server_data() -> StatsServerData<(), Snapshot> {
         .add_meta(Metrics::meta())
         .add_meta(GroupMetrics::meta())
         .add_meta(PartMetrics::meta())
+        .add_meta(TenantMetrics::meta())
         .add_ops("top", StatsOps { open, close: None })
 }
 
@@ -346,7 +422,39 @@ mod tests {
                 .collect(),
             parts: BTreeMap::new(),
             balanced: BTreeMap::new(),
+            tenants: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn tenants_report_their_share_and_throttled_time() {
+        let tenant = |run_s: u64, throttled_ms: u64, throttles| RawTenant {
+            weight: 100,
+            cap: Some(1.0),
+            entitled: 1.0,
+            run_ns: run_s * 1_000_000_000,
+            throttled_ns: throttled_ms * 1_000_000,
+            throttles,
+        };
+        let mut a = snap(10, Vec::new());
+        let mut b = snap(12, Vec::new());
+        a.tenants.insert("/t/capped".into(), tenant(5, 100, 3));
+        b.tenants.insert("/t/capped".into(), tenant(7, 1100, 23));
+        // New since a: counts from zero.
+        b.tenants.insert("/t/new".into(), tenant(1, 0, 0));
+        let m = Metrics::between(&a, &b);
+        let t = &m.tenants["/t/capped"];
+        assert!((t.cpus_used - 1.0).abs() < 1e-9 && (t.share_pct - 100.0).abs() < 1e-6);
+        assert!((t.throttled_ms_per_s - 500.0).abs() < 1e-6);
+        assert_eq!(t.throttles, 20);
+        assert!((m.tenants["/t/new"].cpus_used - 0.5).abs() < 1e-9);
+        let mut out = Vec::new();
+        m.format(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("cgroup /t/capped") && text.contains("throttled 500ms/s (20x)"),
+            "{text}"
+        );
     }
 
     #[test]

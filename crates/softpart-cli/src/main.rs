@@ -225,6 +225,21 @@ fn stat_table(v: &StatView) -> String {
             over.join(", ")
         );
     }
+    for t in &v.tenants {
+        let cap = t
+            .cap_cpus
+            .map_or("max".to_string(), |c| format!("{c:.2} CPUs"));
+        let share = if t.entitled_cpus > 0.0 {
+            format!("{:.0}%", 100.0 * t.cpus_used / t.entitled_cpus)
+        } else {
+            "-".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "cgroup {}  weight {}  cpu.max {cap}  cpus {:.2} of {:.2} entitled ({share})  throttled {:.1} s ({} times)",
+            t.path, t.weight, t.cpus_used, t.entitled_cpus, t.throttled_s, t.throttles
+        );
+    }
     let h = &v.held;
     let _ = writeln!(
         out,
@@ -323,8 +338,23 @@ mod tests {
                 away_with_room_s: 0.0,
             }],
             held: Default::default(),
+            tenants: vec![softpart_core::control::TenantView {
+                path: "/bench/capped".into(),
+                weight: 100,
+                cap_cpus: Some(0.5),
+                entitled_cpus: 0.5,
+                cpus_used: 0.49,
+                throttled_s: 3.2,
+                throttles: 40,
+            }],
         };
         let t = stat_table(&v);
+        assert!(
+            t.contains(
+                "cgroup /bench/capped  weight 100  cpu.max 0.50 CPUs  cpus 0.49 of 0.50 entitled (98%)  throttled 3.2 s (40 times)"
+            ),
+            "{t}"
+        );
         assert!(t.contains("PART-0 0-3 4.10 4.00 *"), "{t}");
         assert!(t.contains("PART-1 4-7 1.70 4.00\n"), "{t}");
         let over: Vec<&str> = t.lines().filter(|l| l.starts_with("over-full")).collect();

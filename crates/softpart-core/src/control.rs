@@ -62,6 +62,29 @@ pub struct StatView {
     /// use (so that leaks show), and how often it reattached.
     #[serde(default)]
     pub held: Held,
+    /// cgroups of the cpu controller with a contract set (a weight other
+    /// than 100, a cap) or CPU time run lately.
+    #[serde(default)]
+    pub tenants: Vec<TenantView>,
+}
+
+/// One cgroup's CPU contract and what it got (`softpart stat`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantView {
+    pub path: String,
+    /// cpu.weight.
+    pub weight: u32,
+    /// cpu.max in CPUs; `None` for "max".
+    pub cap_cpus: Option<f64>,
+    /// What its contract entitles it to against everyone's load, in CPUs.
+    pub entitled_cpus: f64,
+    /// CPU time its own tasks ran lately, in CPUs (smoothed over about a
+    /// second).
+    pub cpus_used: f64,
+    /// Time out of cpu.max budget, and how many times it ran out, since
+    /// it appeared.
+    pub throttled_s: f64,
+    pub throttles: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -178,6 +178,29 @@ const OWN_TASKS: &str = "/tasks";
 /// against the children, by its own weight): the root's tasks, and those
 /// of cgroups whose children do not have the cpu controller.
 pub fn charge_rates(cgroups: &[CgroupLoad], capacity: f64) -> Vec<f64> {
+    let (children, roots, tree, shares) = contract_shares(cgroups, capacity);
+    let mut rates = vec![0.0; cgroups.len()];
+    for (&i, (g, s)) in roots.iter().zip(tree.iter().zip(&shares)) {
+        collect_rates(i, g, s, cgroups, &children, &mut rates);
+    }
+    rates
+}
+
+/// Each cgroup's entitlement in CPUs (its own tasks' and its
+/// descendants'), from the same tree as [`charge_rates`].
+pub fn cgroup_entitlements(cgroups: &[CgroupLoad], capacity: f64) -> Vec<f64> {
+    let (children, roots, tree, shares) = contract_shares(cgroups, capacity);
+    let mut out = vec![0.0; cgroups.len()];
+    for (&i, (g, s)) in roots.iter().zip(tree.iter().zip(&shares)) {
+        collect_shares(i, g, s, &children, &mut out);
+    }
+    out
+}
+
+type ContractShares = (Vec<Vec<usize>>, Vec<usize>, Vec<Group>, Vec<Share>);
+
+/// The cgroups' children lists, roots, contract tree and its shares.
+fn contract_shares(cgroups: &[CgroupLoad], capacity: f64) -> ContractShares {
     let mut children = vec![Vec::new(); cgroups.len()];
     let mut roots = Vec::new();
     for (i, c) in cgroups.iter().enumerate() {
@@ -191,11 +214,16 @@ pub fn charge_rates(cgroups: &[CgroupLoad], capacity: f64) -> Vec<f64> {
         .map(|&i| contract_tree(i, cgroups, &children, 0))
         .collect();
     let shares = entitlements(&tree, capacity);
-    let mut rates = vec![0.0; cgroups.len()];
-    for (&i, (g, s)) in roots.iter().zip(tree.iter().zip(&shares)) {
-        collect_rates(i, g, s, cgroups, &children, &mut rates);
+    (children, roots, tree, shares)
+}
+
+fn collect_shares(i: usize, g: &Group, s: &Share, children: &[Vec<usize>], out: &mut [f64]) {
+    out[i] = s.cpus;
+    for ((kg, ks), &k) in g.children.iter().zip(&s.children).zip(&children[i]) {
+        if kg.name != OWN_TASKS {
+            collect_shares(k, kg, ks, children, out);
+        }
     }
-    rates
 }
 
 /// Deeper than the kernel allows cgroups to nest: ends a cycle in bad
@@ -435,6 +463,28 @@ mod tests {
         assert!(close(rates[2], 400.0 / 2.0));
         assert!(close(rates[3], 400.0 / 2.0));
         assert!(charge_rates(&[], 4.0).is_empty());
+    }
+
+    #[test]
+    fn entitlements_of_cgroups_sum_their_own_tasks_and_children() {
+        // root -> a (weight 100, cap 2 CPUs) -> {x, y}; root -> b; 8 CPUs.
+        let mut cgs = [
+            load(None, 100, 0.0),
+            load(Some(0), 100, 0.0),
+            load(Some(1), 100, 16.0),
+            load(Some(1), 100, 24.0),
+            load(Some(0), 100, 12.0),
+        ];
+        cgs[1].cap = Some(2.0);
+        let got = cgroup_entitlements(&cgs, 8.0);
+        for (i, want) in [8.0, 2.0, 1.0, 1.0, 6.0].into_iter().enumerate() {
+            assert!(
+                close(got[i], want),
+                "cgroup {i}: {} CPUs, expected {want}",
+                got[i]
+            );
+        }
+        assert!(cgroup_entitlements(&[], 8.0).is_empty());
     }
 
     /// A random tree of up to three levels.

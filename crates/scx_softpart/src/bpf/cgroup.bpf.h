@@ -116,4 +116,16 @@ static __always_inline void count_runnable(u32 slot, u32 weight, s64 sign)
 	cr->nr += sign;
 }
 
+/* @ns run by a task of cgroup @slot on this CPU, for the statistics. */
+static __always_inline void count_cgroup_run(u32 slot, u64 ns)
+{
+	struct sp_cg_runnable *cr;
+
+	if (slot >= SP_MAX_CGROUPS)
+		return;
+	cr = bpf_map_lookup_elem(&cg_runnable, &slot);
+	if (cr)
+		cr->run_ns += ns;
+}
+
 #endif /* __SOFTPART_CGROUP_BPF_H */

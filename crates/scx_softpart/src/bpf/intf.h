@@ -31,6 +31,8 @@ enum softpart_consts {
 	SP_MAX_CGROUP_DEPTH = 16,
 	/* DSQ ids below this are partition queues: dsq id == partition id. */
 	SP_PART_DSQ_BASE = 0,
+	/* A cgroup's throttled tasks wait in DSQ SP_PARK_DSQ_BASE + its slot. */
+	SP_PARK_DSQ_BASE = 1 << 16,
 	/* Stats slots: one per home id, then one for tasks with no home. */
 	SP_NR_GROUP_SLOTS = SP_MAX_HOMES + 1,
 	/* cgroups of the cpu controller softpart keeps a contract for. */
@@ -121,17 +123,45 @@ struct sp_cgroup {
 	 * 0 until it says (then charged as a plain task, 100).
 	 */
 	u32 rate;
+	/*
+	 * The nearest cgroup at or above this one with a cpu.max quota (its
+	 * slot; SP_NO_CGROUP if none), from the control plane: a task's CPU
+	 * time is charged to each capped cgroup above it, walked this way.
+	 */
+	u32 cap_up;
+	u32 idle;		/* cpu.idle (6.19 and later), from the fast path */
+	/*
+	 * This cgroup or one above it has cpu.idle set, from the control
+	 * plane: its tasks may be left waiting longer (task_vtime()).
+	 */
+	u32 idle_under;
+};
+
+/*
+ * The cpu.max budget of a capped cgroup slot (bandwidth.bpf.h): written by
+ * the fast path, read by the control plane for the statistics.
+ */
+struct sp_cg_budget {
+	s64 left_ns;		/* CPU time left this period; below 0, a debt */
+	u64 throttled_at;	/* when it ran out; 0 while it has some left */
+	u64 throttled_ns;	/* time spent out of budget, summed */
+	u64 nr_throttled;	/* times it ran out */
+	u64 used_ns;		/* CPU time charged to it, summed */
+	u64 refilled_at;	/* its last refill */
+	u32 armed;		/* its refill timer runs */
 	u32 pad;
 };
 
 /*
  * Per cgroup slot, per CPU: runnable tasks' weights and count, added where
  * a task becomes runnable and taken away where it stops being so (maybe on
- * another CPU): only their sum over the CPUs means anything.
+ * another CPU): only their sum over the CPUs means anything. And the CPU
+ * time its tasks ran on that CPU.
  */
 struct sp_cg_runnable {
 	s64 weight;
 	s64 nr;
+	u64 run_ns;	/* CPU time its tasks ran here, summed (statistics) */
 };
 
 struct sp_hist {

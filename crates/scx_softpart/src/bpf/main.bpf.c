@@ -47,6 +47,7 @@ UEI_DEFINE(uei);
 #include "idle.bpf.h"
 #include "cgroup.bpf.h"
 #include "task.bpf.h"
+#include "bandwidth.bpf.h"
 #include "place.bpf.h"
 #include "queue.bpf.h"
 #include "home.bpf.h"
@@ -59,6 +60,9 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 	s32 cpu;
 
 	if (!tctx)
+		return prev_cpu;
+	/* Out of cpu.max budget: enqueue() parks it. */
+	if (throttled_by(tctx->cg_slot) != SP_NO_CGROUP)
 		return prev_cpu;
 	refresh_home(p, tctx);
 	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict);
@@ -229,6 +233,14 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	if (tctx && enqueue_kthread_wakeup(p, tctx, task_cpu, enq_flags))
 		return;
+	if (tctx) {
+		u32 by = throttled_by(tctx->cg_slot);
+
+		if (by != SP_NO_CGROUP) {
+			park(p, by, enq_flags);
+			return;
+		}
+	}
 
 	if (tctx) {
 		hold_away = tctx->hold_away;
@@ -296,12 +308,26 @@ static void steal_or_idle(s32 cpu, u32 own)
 	stat_inc(SP_STAT_DISPATCH_IDLE);
 }
 
+/* @p's cgroup, or one above it, is out of cpu.max budget. */
+static __always_inline bool task_throttled(struct task_struct *p)
+{
+	struct task_ctx *tctx = lookup_tctx(p);
+
+	return tctx && throttled_by(tctx->cg_slot) != SP_NO_CGROUP;
+}
+
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu), part;
-	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
-	struct queue_head qh = queue_head(own);
-	bool held = busy && head_held_elsewhere(&qh, cpu);
+	struct queue_head qh;
+	bool busy, held;
+
+	if (release_pending)
+		release_throttled();
+	/* A throttled prev is parked by enqueue(): the CPU is as good as free. */
+	busy = prev && (prev->scx.flags & SCX_TASK_QUEUED) && !task_throttled(prev);
+	qh = queue_head(own);
+	held = busy && head_held_elsewhere(&qh, cpu);
 
 	/* What runs next here, unless another partition is owed the CPU. */
 	if (((qh.found && !held) || busy) &&
@@ -507,6 +533,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 		return;
 	tctx->kthread_queued = 0;
 	tctx->run_vtime = p->scx.dsq_vtime;
+	cap_slice(p, tctx);
 	now = now_ns();
 	if (diag)
 		count_diag_on_run(tctx, cpu);
@@ -538,6 +565,8 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	ran = now - tctx->started_ns;
 	tctx->started_ns = now;
 	p->scx.dsq_vtime += vtime_cost(ran, tctx->cg_slot, p->scx.weight);
+	budget_charge(tctx->cg_slot, ran);
+	count_cgroup_run(tctx->cg_slot, ran);
 	if (cc)
 		cc->busy_ns += ran;
 	gs = group_stats_of(tctx->home_id);
@@ -587,8 +616,14 @@ void BPF_STRUCT_OPS(softpart_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
-	if (tctx)
-		account_run(p, tctx, scx_bpf_task_cpu(p));
+	if (!tctx)
+		return;
+	account_run(p, tctx, scx_bpf_task_cpu(p));
+	/* Its cgroup ran out of cpu.max budget: off the CPU, to be parked. */
+	if (p->scx.slice && throttled_by(tctx->cg_slot) != SP_NO_CGROUP) {
+		p->scx.slice = 0;
+		stat_inc(SP_STAT_THROTTLE_PREEMPT);
+	}
 }
 
 void BPF_STRUCT_OPS(softpart_enable, struct task_struct *p)
@@ -628,12 +663,13 @@ void BPF_STRUCT_OPS(softpart_cgroup_move, struct task_struct *p,
  * leaves the cgroup's tasks charged as plain tasks, counted in
  * cgroup_no_slot; failing would fail the cgroup's creation.
  */
-s32 BPF_STRUCT_OPS(softpart_cgroup_init, struct cgroup *cgrp,
-		   struct scx_cgroup_init_args *args)
+s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
+			    struct scx_cgroup_init_args *args)
 {
 	u32 slot = claim_slot(cgrp->kn->id), parent = SP_NO_CGROUP;
 	struct sp_cgroup *cg = cgroup_at(slot);
 	struct cg_ctx *cgc;
+	s32 ret;
 
 	if (!cg) {
 		stat_inc(SP_STAT_CGROUP_NO_SLOT);
@@ -641,6 +677,13 @@ s32 BPF_STRUCT_OPS(softpart_cgroup_init, struct cgroup *cgrp,
 	}
 	cgc = bpf_cgrp_storage_get(&cg_ctxs, cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!cgc) {
+		cg->cgid = 0;
+		stat_inc(SP_STAT_CGROUP_NO_SLOT);
+		return 0;
+	}
+	/* Where its tasks wait while it is throttled; -EEXIST: kept from a predecessor. */
+	ret = scx_bpf_create_dsq(park_dsq(slot), -1);
+	if (ret && ret != -EEXIST) {
 		cg->cgid = 0;
 		stat_inc(SP_STAT_CGROUP_NO_SLOT);
 		return 0;
@@ -657,19 +700,29 @@ s32 BPF_STRUCT_OPS(softpart_cgroup_init, struct cgroup *cgrp,
 	cg->parent = parent;
 	cg->weight = args->weight;
 	cg->rate = 0;
+	cg->idle = 0;
+	if (bpf_core_field_exists(args->sched_idle))
+		cg->idle = args->sched_idle;
 	if (bpf_core_field_exists(args->bw_quota_us))
 		set_bandwidth(cg, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
 	else
 		set_bandwidth(cg, 100000, ~0ULL, 0);
+	budget_reset(slot, cg, false);
+	budget_clear_counts(slot);
 	return 0;
 }
 
 void BPF_STRUCT_OPS(softpart_cgroup_exit, struct cgroup *cgrp)
 {
-	struct sp_cgroup *cg = cgroup_at(slot_of(cgrp));
+	u32 slot = slot_of(cgrp);
+	struct sp_cgroup *cg = cgroup_at(slot);
 
 	if (!cg)
 		return;
+	/* No task is left in it: its park DSQ is empty. */
+	scx_bpf_destroy_dsq(park_dsq(slot));
+	set_bandwidth(cg, 100000, ~0ULL, 0);
+	budget_reset(slot, cg, false);
 	cg->rate = 0;
 	cg->parent = SP_NO_CGROUP;
 	/* Last: the slot is free once its id is 0. */
@@ -684,14 +737,26 @@ void BPF_STRUCT_OPS(softpart_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 		cg->weight = weight;
 }
 
-/* cpu.max or cpu.max.burst written (6.17 and later). */
-void BPF_STRUCT_OPS(softpart_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
-		    u64 quota_us, u64 burst_us)
+/* cpu.idle written (6.19 and later). */
+void BPF_STRUCT_OPS(softpart_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 {
 	struct sp_cgroup *cg = cgroup_at(slot_of(cgrp));
 
 	if (cg)
-		set_bandwidth(cg, period_us, quota_us, burst_us);
+		cg->idle = idle;
+}
+
+/* cpu.max or cpu.max.burst written (6.17 and later). */
+void BPF_STRUCT_OPS(softpart_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
+		    u64 quota_us, u64 burst_us)
+{
+	u32 slot = slot_of(cgrp);
+	struct sp_cgroup *cg = cgroup_at(slot);
+
+	if (!cg)
+		return;
+	set_bandwidth(cg, period_us, quota_us, burst_us);
+	budget_reset(slot, cg, true);
 }
 
 static s32 new_mask(struct bpf_cpumask __kptr **slot)
@@ -865,6 +930,7 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .cgroup_move	= (void *)softpart_cgroup_move,
 	       .cgroup_set_weight = (void *)softpart_cgroup_set_weight,
 	       .cgroup_set_bandwidth = (void *)softpart_cgroup_set_bandwidth,
+	       .cgroup_set_idle	= (void *)softpart_cgroup_set_idle,
 	       .init_task	= (void *)softpart_init_task,
 	       .exit_task	= (void *)softpart_exit_task,
 	       .init		= (void *)softpart_init,

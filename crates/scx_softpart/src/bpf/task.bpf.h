@@ -9,6 +9,12 @@
 
 /* Furthest a task is queued ahead of the vtime clock (see task_vtime()). */
 #define SP_MAX_LEAD_NS 250000000ULL
+/*
+ * The same for a task under a cgroup with cpu.idle: a slice per 2 s at
+ * least (the kernel gives an idle cgroup a weight of 3/1024 of a nice-0
+ * task's), still far from the 30 s watchdog.
+ */
+#define SP_MAX_LEAD_IDLE_NS 2000000000ULL
 
 struct home_ctx {
 	struct bpf_cpumask __kptr *cpus;
@@ -214,6 +220,13 @@ static __always_inline void advance_part_clock(u32 part, u64 vtime)
 		part_vtime_now[part] = vtime;
 }
 
+static __always_inline u64 lead_cap(struct task_ctx *tctx)
+{
+	struct sp_cgroup *cg = tctx ? cgroup_at(tctx->cg_slot) : NULL;
+
+	return cg && cg->idle_under ? SP_MAX_LEAD_IDLE_NS : SP_MAX_LEAD_NS;
+}
+
 /*
  * Where a task queues on @part's vtime clock: a sleeper keeps at most
  * slice_lag_ns of credit, and no task is put further ahead than what its
@@ -227,7 +240,8 @@ static __always_inline void advance_part_clock(u32 part, u64 vtime)
  * (cgroup.bpf.h), so the third bounds a waiting task's wait to about
  * SP_MAX_LEAD_NS, far from the kernel's 30 s watchdog: a task gets at
  * least a slice per SP_MAX_LEAD_NS (about 1% of a CPU) however low its
- * weight, as a cgroup of weight 1 does under EEVDF.
+ * weight, as a cgroup of weight 1 does under EEVDF (a task under cpu.idle:
+ * SP_MAX_LEAD_IDLE_NS).
  */
 static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx, u32 part)
 {
@@ -236,8 +250,8 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tc
 
 	if (tctx && time_before(tctx->run_vtime + ahead, vtime))
 		ahead = vtime - tctx->run_vtime;
-	if (ahead > SP_MAX_LEAD_NS)
-		ahead = SP_MAX_LEAD_NS;
+	if (ahead > lead_cap(tctx))
+		ahead = lead_cap(tctx);
 
 	if (time_before(vtime, vtime_now - slice_lag_ns))
 		vtime = vtime_now - slice_lag_ns;

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cpu.max: the kernel hands the setting over (ops.cgroup_set_bandwidth),
+ * the throttling is ours. Each capped cgroup has a budget of CPU time per
+ * period. The CPU time its tasks and its descendants' run is taken from
+ * it as it is charged (at every tick and when a task stops), and a task
+ * starts with a slice no longer than the budget left. A cgroup whose
+ * budget ran out is throttled: its tasks are switched out at the next tick
+ * and wait in the cgroup's own queue (its park DSQ), which no CPU serves,
+ * so they neither run nor count as work an idle CPU must take.
+ *
+ * A timer per capped cgroup refills the budget every period, by the quota
+ * times the periods since the last refill (a timer that fires late does
+ * not shorten the cgroup's time), up to quota + burst. A run that overshoots (a slice ends at a tick, not
+ * to the ns) leaves a debt that the next refill pays first, as the kernel
+ * carries a cfs_rq's negative runtime: over periods the cgroup gets its
+ * quota, not its quota plus the overshoots. The timer stops when a whole
+ * period passed with nothing charged and nothing waiting; the next charge
+ * starts it again.
+ *
+ * A refill that ends a throttle hands the cgroup's slot to the CPUs
+ * (parks_released): the next CPU to dispatch moves the parked tasks back
+ * to their partitions' queues and kicks idle CPUs there, within a slice
+ * on a busy machine. The timer does not move them itself: moving tasks
+ * between DSQs is certain only from ops.dispatch on every kernel we run on.
+ *
+ * Only a capped cgroup's counters are written by many CPUs (atomically);
+ * a task in no capped cgroup costs one read of its slot's cap_up.
+ */
+#ifndef __SOFTPART_BANDWIDTH_BPF_H
+#define __SOFTPART_BANDWIDTH_BPF_H
+
+/* How many capped cgroups above a task are charged: nesting beyond is rare. */
+#define SP_CAP_DEPTH 4
+#define SP_S64_MAX ((s64)(~0ULL >> 1))
+
+/* Budgets, per slot; read by the control plane for the statistics. */
+struct sp_cg_budget cg_budgets[SP_MAX_CGROUPS];
+
+struct cg_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_MAX_CGROUPS);
+	__type(key, u32);
+	__type(value, struct cg_timer);
+} cg_timers SEC(".maps");
+
+/* Slots whose throttle a refill ended, for the next dispatch to release. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 2 * SP_MAX_CGROUPS);
+	__type(value, u32);
+} parks_released SEC(".maps");
+
+/*
+ * Set after a push to parks_released; read at every dispatch. Global, not
+ * static: the compiler would shrink a static 0/1 to a byte the BTF of .bss
+ * does not describe, and the kernel would refuse the program.
+ */
+u32 release_pending;
+
+static __always_inline u64 park_dsq(u32 slot)
+{
+	return SP_PARK_DSQ_BASE + slot;
+}
+
+static __always_inline struct sp_cg_budget *budget_at(u32 slot)
+{
+	if (slot >= SP_MAX_CGROUPS)
+		return NULL;
+	barrier_var(slot);
+	return &cg_budgets[slot];
+}
+
+static __always_inline bool capped(const struct sp_cgroup *cg)
+{
+	return cg->quota_us != ~0ULL && cg->period_us;
+}
+
+static __always_inline s64 quota_ns(const struct sp_cgroup *cg)
+{
+	return cg->quota_us * 1000;
+}
+
+/* The budget a refill tops up to: the quota, plus what burst lets it save. */
+static __always_inline s64 budget_cap_ns(const struct sp_cgroup *cg)
+{
+	return (cg->quota_us + cg->burst_us) * 1000;
+}
+
+/* The nearest capped cgroup at or above @slot's parent's; SP_NO_CGROUP if none. */
+static __always_inline u32 cap_above(const struct sp_cgroup *cg)
+{
+	struct sp_cgroup *up = cgroup_at(cg->parent);
+
+	return up ? up->cap_up : SP_NO_CGROUP;
+}
+
+/*
+ * A new contract for @slot (at cgroup_init and cpu.max writes): its own cap
+ * or the one above it heads its chain at once; the control plane fixes its
+ * descendants' at its next period. A fresh budget of one quota; tasks parked
+ * under the old setting are released.
+ */
+static void budget_reset(u32 slot, struct sp_cgroup *cg, bool release)
+{
+	struct sp_cg_budget *b = budget_at(slot);
+
+	cg->cap_up = capped(cg) ? slot : cap_above(cg);
+	if (!b)
+		return;
+	b->left_ns = capped(cg) ? quota_ns(cg) : 0;
+	b->refilled_at = now_ns();
+	if (b->throttled_at) {
+		b->throttled_ns += now_ns() - b->throttled_at;
+		b->throttled_at = 0;
+	}
+	if (release && !bpf_map_push_elem(&parks_released, &slot, 0))
+		release_pending = 1;
+}
+
+/* A new cgroup in @slot: its statistics start from zero. */
+static void budget_clear_counts(u32 slot)
+{
+	struct sp_cg_budget *b = budget_at(slot);
+
+	if (!b)
+		return;
+	b->throttled_ns = 0;
+	b->nr_throttled = 0;
+	b->used_ns = 0;
+}
+
+static int budget_refill(void *map, u32 *key, struct cg_timer *t);
+
+/* Starts @slot's refill timer if it is not running. */
+static void budget_arm(u32 slot, struct sp_cgroup *cg, struct sp_cg_budget *b)
+{
+	struct cg_timer *t;
+	u32 key = slot;
+
+	if (b->armed || !__sync_bool_compare_and_swap(&b->armed, 0, 1))
+		return;
+	t = bpf_map_lookup_elem(&cg_timers, &key);
+	if (!t) {
+		b->armed = 0;
+		return;
+	}
+	/* -EBUSY: set up for an earlier cgroup of this slot, still good. */
+	bpf_timer_init(&t->timer, &cg_timers, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&t->timer, budget_refill);
+	if (bpf_timer_start(&t->timer, cg->period_us * 1000, 0))
+		b->armed = 0;
+}
+
+/*
+ * The period's end for one capped cgroup: top its budget up (paying a debt
+ * first) and, if that ends its throttle, hand it to the CPUs to release.
+ * A cgroup gone or no longer capped releases what waits and stops.
+ */
+static int budget_refill(void *map, u32 *key, struct cg_timer *t)
+{
+	u32 slot = *key;
+	struct sp_cgroup *cg = cgroup_at(slot);
+	struct sp_cg_budget *b = budget_at(slot);
+	s64 old, new, top, add;
+	u64 now = now_ns(), period;
+	bool parked;
+	u32 i;
+
+	if (!cg || !b)
+		return 0;
+	parked = scx_bpf_dsq_nr_queued(park_dsq(slot)) > 0;
+	if (!cg->cgid || !capped(cg)) {
+		b->armed = 0;
+		if (parked && !bpf_map_push_elem(&parks_released, &slot, 0))
+			release_pending = 1;
+		return 0;
+	}
+	top = budget_cap_ns(cg);
+	/* The quota for the time since the last refill, at most a full budget. */
+	period = cg->period_us * 1000;
+	add = quota_ns(cg);
+	if (b->refilled_at && time_before(b->refilled_at, now) && period) {
+		u64 since = now - b->refilled_at;
+
+		add = since >= 2 * period ? top : (s64)(quota_ns(cg) * since / period);
+	}
+	b->refilled_at = now;
+	old = b->left_ns;
+	new = old;
+	bpf_for(i, 0, 4) {
+		old = b->left_ns;
+		new = old + add;
+		if (new > top)
+			new = top;
+		if (__sync_bool_compare_and_swap(&b->left_ns, old, new))
+			break;
+	}
+	if (old <= 0 && new > 0) {
+		u64 at = b->throttled_at;
+
+		b->throttled_at = 0;
+		if (at)
+			b->throttled_ns += now - at;
+		if (!bpf_map_push_elem(&parks_released, &slot, 0))
+			release_pending = 1;
+	}
+	/*
+	 * Idle for a whole period: stop. Disarm first, then look again, so
+	 * that a charge that raced with us either arms the timer itself or
+	 * shows here.
+	 */
+	if (old >= top && !parked) {
+		b->armed = 0;
+		if (b->left_ns >= top || !__sync_bool_compare_and_swap(&b->armed, 0, 1))
+			return 0;
+	}
+	bpf_timer_start(&t->timer, cg->period_us * 1000, 0);
+	return 0;
+}
+
+/*
+ * Charges @ns run by a task of cgroup @slot to every capped cgroup at or
+ * above it (SP_CAP_DEPTH deep), starting their timers.
+ */
+static void budget_charge(u32 slot, u64 ns)
+{
+	struct sp_cgroup *cg = cgroup_at(slot);
+	u32 cap = cg ? cg->cap_up : SP_NO_CGROUP, i;
+
+	bpf_for(i, 0, SP_CAP_DEPTH) {
+		struct sp_cg_budget *b = budget_at(cap);
+		s64 old;
+
+		cg = cgroup_at(cap);
+		if (!cg || !b)
+			return;
+		if (capped(cg)) {
+			old = __sync_fetch_and_add(&b->left_ns, -(s64)ns);
+			__sync_fetch_and_add(&b->used_ns, ns);
+			if (old > 0 && old <= (s64)ns) {
+				b->throttled_at = now_ns();
+				b->nr_throttled++;
+			}
+			budget_arm(cap, cg, b);
+		}
+		cap = cap_above(cg);
+	}
+}
+
+/*
+ * The least budget left among the capped cgroups at or above @slot
+ * (SP_S64_MAX if none), and in *@at the slot that has it.
+ */
+static s64 budget_left(u32 slot, u32 *at)
+{
+	struct sp_cgroup *cg = cgroup_at(slot);
+	u32 cap = cg ? cg->cap_up : SP_NO_CGROUP, i;
+	s64 least = SP_S64_MAX;
+
+	*at = SP_NO_CGROUP;
+	bpf_for(i, 0, SP_CAP_DEPTH) {
+		struct sp_cg_budget *b = budget_at(cap);
+
+		cg = cgroup_at(cap);
+		if (!cg || !b)
+			break;
+		if (capped(cg) && b->left_ns < least) {
+			least = b->left_ns;
+			*at = cap;
+		}
+		cap = cap_above(cg);
+	}
+	return least;
+}
+
+/* The slot whose budget throttles @slot's tasks now; SP_NO_CGROUP if none. */
+static __always_inline u32 throttled_by(u32 slot)
+{
+	u32 at;
+
+	return budget_left(slot, &at) <= 0 ? at : SP_NO_CGROUP;
+}
+
+/*
+ * @p starts running: no longer a slice than the least budget left above
+ * it, so that CPUs starting a capped cgroup's tasks together overshoot its
+ * quota by what a tick lets a slice run over, not by a slice each.
+ */
+static __always_inline void cap_slice(struct task_struct *p, struct task_ctx *tctx)
+{
+	u32 at;
+	s64 left = budget_left(tctx->cg_slot, &at);
+
+	if (left < (s64)p->scx.slice)
+		p->scx.slice = left > 0 ? left : 1;
+}
+
+/* @p, of a throttled cgroup, waits in the park DSQ of @by. */
+static __always_inline void park(struct task_struct *p, u32 by, u64 enq_flags)
+{
+	scx_bpf_dsq_insert(p, park_dsq(by), slice_ns, enq_flags);
+	stat_inc(SP_STAT_PARKED);
+}
+
+/*
+ * @slot's throttle ended: its parked tasks go to the queue of the partition
+ * of the CPU they last ran on (always one they may run on), where they
+ * would have queued, and an idle CPU there is kicked for each. A task
+ * still throttled by a cgroup further up moves to that one's park DSQ.
+ */
+static void release_parked(u32 slot)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, park_dsq(slot), 0) {
+		struct task_ctx *tctx = lookup_tctx(p);
+		u32 by = throttled_by(tctx ? tctx->cg_slot : SP_NO_CGROUP), part;
+		const struct cpumask *cpus;
+		s32 cpu;
+
+		if (by != SP_NO_CGROUP) {
+			if (by != slot)
+				scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, park_dsq(by), 0);
+			continue;
+		}
+		part = part_of_cpu(scx_bpf_task_cpu(p));
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, task_vtime(p, tctx, part));
+		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, part_dsq(part), 0))
+			continue;
+		if (tctx)
+			tctx->part_queued = part + 1;
+		stat_inc(SP_STAT_UNPARKED);
+		cpus = part_cpus(part);
+		cpu = cpus ? pick_idle(cpus, scx_bpf_task_cpu(p), 0) : -1;
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	}
+}
+
+/*
+ * At a dispatch, when a refill ended a throttle (release_pending): release
+ * a few cgroups' parked tasks; more are left for the next dispatch.
+ */
+static void release_throttled(void)
+{
+	u32 slot, i;
+
+	release_pending = 0;
+	bpf_for(i, 0, 8) {
+		if (bpf_map_pop_elem(&parks_released, &slot))
+			return;
+		release_parked(slot);
+	}
+	release_pending = 1;
+}
+
+#endif /* __SOFTPART_BANDWIDTH_BPF_H */
