@@ -301,12 +301,10 @@ impl<'a> Scheduler<'a> {
                 self.refresh_contract();
             }
             if self.last_scan.elapsed() >= CGROUP_SCAN_PERIOD {
-                if !self.rules.is_empty()
-                    || !self.balance_rules.is_empty()
-                    || !self.cgroup_groups.is_empty()
-                {
-                    self.scan_cgroups();
-                }
+                // Always: the statistics name cgroups by path, and a
+                // cgroup setting this kernel does not hand over is named
+                // when its cgroup is found.
+                self.scan_cgroups();
                 // Groups of threads that have all ended give up their id.
                 let used = referenced_homes(&self.skel.maps);
                 self.homes.release_unreferenced(&used);

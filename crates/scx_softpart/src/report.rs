@@ -100,6 +100,12 @@ impl Scheduler<'_> {
             home_ids: self.homes.iter().count(),
             balanced: self.balancer.groups.len(),
             restarts: self.restarts,
+            cgroup_slots: self
+                .skel
+                .maps
+                .bss_data
+                .as_ref()
+                .map_or(0, |bss| bss.cgroups.iter().filter(|c| c.cgid != 0).count()),
         }
     }
 

@@ -243,8 +243,8 @@ fn stat_table(v: &StatView) -> String {
     let h = &v.held;
     let _ = writeln!(
         out,
-        "held: {} thread homes, {} cgroup homes, {} home ids, {} balanced cgroups; {} restarts",
-        h.task_homes, h.cgroup_homes, h.home_ids, h.balanced, h.restarts
+        "held: {} thread homes, {} cgroup homes, {} home ids, {} balanced cgroups, {} cgroup slots; {} restarts",
+        h.task_homes, h.cgroup_homes, h.home_ids, h.balanced, h.cgroup_slots, h.restarts
     );
     out
 }

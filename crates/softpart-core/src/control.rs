@@ -100,6 +100,10 @@ pub struct Held {
     /// Times the BPF scheduler was attached again after the kernel asked
     /// for a restart (CPU hotplug).
     pub restarts: u32,
+    /// Slots of the cgroup table in use: one per cgroup of the cpu
+    /// controller (back to the baseline once cgroups are removed).
+    #[serde(default)]
+    pub cgroup_slots: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,12 @@ use super::*;
 pub(super) const TESTS: &[(&str, Check)] = &[
     ("weights_split_contended_cpus", weights_split),
     ("cpu_max_caps_hold", cpu_max_caps),
+    (
+        "throttled_tasks_moved_or_killed_go_on",
+        throttled_tasks_go_on,
+    ),
+    ("idle_cgroups_get_what_is_left", idle_cgroup_share),
+    ("unenforced_settings_are_named", unenforced_named),
 ];
 
 /// A group's CPU time per second of the run.
@@ -72,4 +78,66 @@ fn cpu_max_caps(r: &Results) -> Result<String> {
         "{}; free {free:.2} (eevdf {ev_free:.2}); {parked:.0} parked per s",
         out.join(", ")
     ))
+}
+
+/// Tasks of a cgroup throttled most of the time (10 ms per 100 ms, four
+/// spinners): one moved out to an uncapped cgroup runs at once, the
+/// others, killed, are gone within a few periods (a second: TCG makes an
+/// exit slow), and once the cgroups are removed the scheduler's cgroup
+/// table is back to its size before.
+fn throttled_tasks_go_on(r: &Results) -> Result<String> {
+    let sp = r.run_of("bandwidth", "softpart")?;
+    let figs = crate::table::probe_figures(sp);
+    let get = |name: &str| {
+        figs.get(name)
+            .copied()
+            .with_context(|| format!("no figure {name} from the probe: {:?}", sp.probes))
+    };
+    let (moved, killed) = (get("moved_out_ms_in_1s")?, get("killed_gone_ms")?);
+    let (before, after) = (get("cgroup_slots_before")?, get("cgroup_slots_after")?);
+    if moved < 100.0 {
+        bail!("the task moved out of the throttled cgroup ran {moved:.0} ms in the next second");
+    }
+    if killed > 1000.0 {
+        bail!("the killed tasks of the throttled cgroup took {killed:.0} ms to go (period 100 ms)");
+    }
+    if after != before {
+        bail!("cgroup slots {before} before the probe's cgroups, {after} after their removal");
+    }
+    Ok(format!(
+        "moved-out task ran {moved:.0} ms in 1 s; killed ones gone in {killed:.0} ms; cgroup slots {before} before and after"
+    ))
+}
+
+/// On a kernel that hands cpu.idle over, a cgroup with it set beside a
+/// busy one gets at most 5% of the machine (eevdf's figure for reference).
+fn idle_cgroup_share(r: &Results) -> Result<String> {
+    let sp = r.run_of("idle-cgroup-newest", "softpart")?;
+    let ev = r.run_of("idle-cgroup-newest", "eevdf")?;
+    let cpus = sp.cpus.len().max(1) as f64;
+    let (idle, ev_idle) = (cpus_of(sp, "idle")?, cpus_of(ev, "idle")?);
+    let busy = cpus_of(sp, "busy")?;
+    if idle > 0.05 * cpus {
+        bail!(
+            "the cpu.idle cgroup got {idle:.2} of {cpus} CPUs beside a busy one ({busy:.2}); \
+             at most 5% expected (eevdf {ev_idle:.2})"
+        );
+    }
+    Ok(format!(
+        "idle {idle:.2} of {cpus} CPUs, busy {busy:.2} (eevdf idle {ev_idle:.2})"
+    ))
+}
+
+/// On a kernel without ops.cgroup_set_idle, scx_softpart names the cgroup
+/// whose cpu.idle it cannot enforce.
+fn unenforced_named(r: &Results) -> Result<String> {
+    let exit = exit_of(r, "idle-cgroup", "softpart")?;
+    let want = "cgroup /bench/idle: cpu.idle 1 not enforced";
+    if !exit.stderr_tail.contains(want) {
+        bail!(
+            "no warning {want:?} in the scheduler's log: {}",
+            exit.stderr_tail
+        );
+    }
+    Ok(format!("{want} ..."))
 }
