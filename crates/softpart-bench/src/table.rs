@@ -74,6 +74,9 @@ pub struct RunFigures {
     /// the parent groups' (their children's summed); shown for scenarios
     /// whose groups set a contract or nest.
     pub group_cpu: Vec<(String, f64)>,
+    /// Each leaf group's waits: (name, run-delay p50 in µs, summed run
+    /// delay in task-s per s).
+    pub group_delay: Vec<(String, Option<f64>, f64)>,
     /// The longer observer read as a share of the window: the window's CPU
     /// time is exact to within this share of the machine (None in results
     /// written before reads were timed).
@@ -90,12 +93,18 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let mut preempted = vec![0u64; hist::NR_BUCKETS];
     let mut preempted_ns = 0u64;
     let mut group_cpu = Vec::new();
+    let mut group_delay = Vec::new();
     for g in &sc.groups {
         let Some(r) = run.groups.get(&g.name) else {
             continue;
         };
         let c = &r.counters;
         group_cpu.push((g.name.clone(), c.total_cpu_ns() as f64 / 1e9 / wall));
+        group_delay.push((
+            g.name.clone(),
+            hist::quantile(&c.delay_hist, 0.5).map(|v| v as f64 / 1e3),
+            c.delay_ns as f64 / 1e9 / wall,
+        ));
         total_ns += c.total_cpu_ns();
         acct_ns += r.cpuacct_ns.iter().sum::<u64>();
         moves += c.migrations.iter().sum::<u64>();
@@ -169,6 +178,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let nr_preempted = preempted.iter().sum::<u64>();
     Ok(RunFigures {
         group_cpu,
+        group_delay,
         locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
         granted: total_ns as f64 / 1e9 / wall,
         granted_cpuacct: acct_ns as f64 / 1e9 / run.cpuacct_wall_s(),
@@ -472,7 +482,8 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
         });
         write_table(&mut out, title, &sc.load_label, policies, &rows);
     }
-    if sc.sets_contract() {
+    // Per group, wherever groups can take from each other.
+    if sc.sets_contract() || sc.groups.len() > 1 {
         for g in &sc.groups {
             let contract = format!(
                 "weight {}, cpu.max {}{}",
@@ -488,6 +499,26 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
                 })
             });
             let title = format!("CPU time of group {} ({contract}; CPU-s per s)", g.name);
+            write_table(&mut out, &title, &sc.load_label, policies, &rows);
+            if sc.is_parent(g) {
+                continue;
+            }
+            let delay = |f: &RunFigures| f.group_delay.iter().find(|d| d.0 == g.name).cloned();
+            let rows = rows_of(sc, policies, |load, p| {
+                cell_text(
+                    find(load, p).and_then(|c| c.summary(|f| delay(f).and_then(|d| d.1))),
+                    |x| format!("{x:.0}"),
+                )
+            });
+            let title = format!("run delay p50 of group {} (us)", g.name);
+            write_table(&mut out, &title, &sc.load_label, policies, &rows);
+            let rows = rows_of(sc, policies, |load, p| {
+                cell_text(
+                    find(load, p).and_then(|c| c.summary(|f| delay(f).map(|d| d.2))),
+                    |x| format!("{x:.2}"),
+                )
+            });
+            let title = format!("run delay summed of group {} (task-s per s)", g.name);
             write_table(&mut out, &title, &sc.load_label, policies, &rows);
         }
     }
