@@ -300,10 +300,13 @@ static __always_inline void cap_slice(struct task_struct *p, struct task_ctx *tc
 		p->scx.slice = left > 0 ? left : 1;
 }
 
-/* @p, of a throttled cgroup, waits in the park DSQ of @by. */
+/*
+ * @p, of a throttled cgroup, waits in the park DSQ of @by, in vtime order:
+ * the release keeps the parked tasks' places relative to each other.
+ */
 static __always_inline void park(struct task_struct *p, u32 by, u64 enq_flags)
 {
-	scx_bpf_dsq_insert(p, park_dsq(by), slice_ns, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, park_dsq(by), slice_ns, p->scx.dsq_vtime, enq_flags);
 	stat_inc(SP_STAT_PARKED);
 }
 
@@ -312,10 +315,19 @@ static __always_inline void park(struct task_struct *p, u32 by, u64 enq_flags)
  * of the CPU they last ran on (always one they may run on), where they
  * would have queued, and an idle CPU there is kicked for each. A task
  * still throttled by a cgroup further up moves to that one's park DSQ.
+ *
+ * While parked they fell behind the clock; clamped one by one to the
+ * sleeper credit, they would all land on one point and the weights among
+ * them (children of a capped parent) would be forgotten. So all move up
+ * by the same amount, the first (least vtime) to the credit's edge, as
+ * the kernel unthrottles a cfs_rq with its entities' vruntimes as they
+ * were; the queue's bounds (task_vtime()) then apply to each.
  */
 static void release_parked(u32 slot)
 {
 	struct task_struct *p;
+	u64 shift = 0;
+	bool first = true;
 
 	bpf_for_each(scx_dsq, p, park_dsq(slot), 0) {
 		struct task_ctx *tctx = lookup_tctx(p);
@@ -329,7 +341,15 @@ static void release_parked(u32 slot)
 			continue;
 		}
 		part = part_of_cpu(scx_bpf_task_cpu(p));
-		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, task_vtime(p, tctx, part));
+		if (first) {
+			u64 floor = part_clock(part) - slice_lag_ns;
+
+			first = false;
+			if (time_before(p->scx.dsq_vtime, floor))
+				shift = floor - p->scx.dsq_vtime;
+		}
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
+					   clamp_vtime(p->scx.dsq_vtime + shift, p, tctx, part));
 		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, part_dsq(part), 0))
 			continue;
 		if (tctx)

@@ -243,9 +243,10 @@ static __always_inline u64 lead_cap(struct task_ctx *tctx)
  * weight, as a cgroup of weight 1 does under EEVDF (a task under cpu.idle:
  * SP_MAX_LEAD_IDLE_NS).
  */
-static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx, u32 part)
+static __always_inline u64 clamp_vtime(u64 vtime, struct task_struct *p, struct task_ctx *tctx,
+					u32 part)
 {
-	u64 vtime = p->scx.dsq_vtime, vtime_now = part_clock(part);
+	u64 vtime_now = part_clock(part);
 	u64 ahead = vtime_cost(slice_ns, tctx ? tctx->cg_slot : SP_NO_CGROUP, p->scx.weight);
 
 	if (tctx && time_before(tctx->run_vtime + ahead, vtime))
@@ -258,6 +259,11 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tc
 	else if (time_before(vtime_now + ahead, vtime))
 		vtime = vtime_now + ahead;
 	return vtime;
+}
+
+static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx, u32 part)
+{
+	return clamp_vtime(p->scx.dsq_vtime, p, tctx, part);
 }
 
 /*
