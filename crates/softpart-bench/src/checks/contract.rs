@@ -11,6 +11,10 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         throttled_tasks_go_on,
     ),
     ("idle_cgroups_get_what_is_left", idle_cgroup_share),
+    (
+        "contracts_written_under_load_hold_at_once",
+        written_under_load,
+    ),
     ("unenforced_settings_are_named", unenforced_named),
 ];
 
@@ -140,4 +144,48 @@ fn unenforced_named(r: &Results) -> Result<String> {
         );
     }
     Ok(format!("{want} ..."))
+}
+
+/// A weight lowered and a cap raised, written while the tasks run, hold
+/// in the second that starts 200 ms after the write (cpu.stat's usage):
+/// heavy at weight 100 beside light's 100 is entitled to what light gets
+/// (it had 3x; by thread count it would get a third), and the capped
+/// group nears its new 2 CPUs (eevdf's figures beside).
+fn written_under_load(r: &Results) -> Result<String> {
+    let fig = |scn: &str, policy: &str, name: &str| -> Result<f64> {
+        crate::table::probe_figures(r.run_of(scn, policy)?)
+            .get(name)
+            .copied()
+            .with_context(|| format!("no figure {name} from {scn} under {policy}"))
+    };
+    let (light, heavy) = (
+        fig("weights", "softpart", "reweighted_light_ms")?,
+        fig("weights", "softpart", "reweighted_heavy_ms")?,
+    );
+    let (ev_light, ev_heavy) = (
+        fig("weights", "eevdf", "reweighted_light_ms")?,
+        fig("weights", "eevdf", "reweighted_heavy_ms")?,
+    );
+    // 1:1 entitled; the old weights gave 3:1, sharing by task 1:3.
+    let ratio = heavy / light.max(1.0);
+    if !(0.6..=1.6).contains(&ratio) {
+        bail!(
+            "after heavy's weight went to 100, heavy ran {heavy:.0} ms and light {light:.0} ms \
+             in 1 s: {ratio:.2}x, expected about 1x (eevdf {ev_heavy:.0} and {ev_light:.0})"
+        );
+    }
+    let raised = fig("bandwidth", "softpart", "raised_cap_ms")?;
+    let ev_raised = fig("bandwidth", "eevdf", "raised_cap_ms")?;
+    // A second spans ten periods; its edges fall inside periods, whose
+    // budget is spent early (eevdf's figure moves the same way): 25%.
+    if !(1500.0..=2500.0).contains(&raised) {
+        bail!(
+            "the cap raised to 2 CPUs gave {raised:.0} ms in 1 s (eevdf {ev_raised:.0}), \
+             expected 2000 within 25%"
+        );
+    }
+    Ok(format!(
+        "weight lowered: heavy {heavy:.0} ms, light {light:.0} ms in 1 s (eevdf {ev_heavy:.0}, {ev_light:.0}); \
+         cap raised to 2 CPUs: {raised:.0} ms (eevdf {ev_raised:.0})"
+    ))
 }
