@@ -91,7 +91,7 @@ static __always_inline s64 budget_cap_ns(const struct sp_cgroup *cg)
 	return (cg->quota_us + cg->burst_us) * 1000;
 }
 
-/* The nearest capped cgroup at or above @slot's parent's; SP_NO_CGROUP if none. */
+/* The nearest capped cgroup at or above @cg's parent; SP_NO_CGROUP if none. */
 static __always_inline u32 cap_above(const struct sp_cgroup *cg)
 {
 	struct sp_cgroup *up = cgroup_at(cg->parent);
@@ -131,7 +131,6 @@ static void budget_clear_counts(u32 slot)
 		return;
 	b->throttled_ns = 0;
 	b->nr_throttled = 0;
-	b->used_ns = 0;
 }
 
 static int budget_refill(void *map, u32 *key, struct cg_timer *t);
@@ -241,7 +240,6 @@ static void budget_charge(u32 slot, u64 ns)
 			return;
 		if (capped(cg)) {
 			old = __sync_fetch_and_add(&b->left_ns, -(s64)ns);
-			__sync_fetch_and_add(&b->used_ns, ns);
 			if (old > 0 && old <= (s64)ns) {
 				b->throttled_at = now_ns();
 				b->nr_throttled++;

@@ -146,7 +146,6 @@ struct sp_cg_budget {
 	u64 throttled_at;	/* when it ran out; 0 while it has some left */
 	u64 throttled_ns;	/* time spent out of budget, summed */
 	u64 nr_throttled;	/* times it ran out */
-	u64 used_ns;		/* CPU time charged to it, summed */
 	u64 refilled_at;	/* its last refill */
 	u32 armed;		/* its refill timer runs */
 	u32 pad;

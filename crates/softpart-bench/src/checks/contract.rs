@@ -99,6 +99,12 @@ fn throttled_tasks_go_on(r: &Results) -> Result<String> {
     };
     let (moved, killed) = (get("moved_out_ms_in_1s")?, get("killed_gone_ms")?);
     let (before, after) = (get("cgroup_slots_before")?, get("cgroup_slots_after")?);
+    // Throttled for real meanwhile: 10 ms per 100 ms is 250 ms in 2.5 s
+    // (unthrottled, its four spinners would run for seconds).
+    let throttled = get("throttled_ms_in_2500ms")?;
+    if throttled > 500.0 {
+        bail!("the cgroup capped at 0.1 CPU ran {throttled:.0} ms in 2.5 s: it was not throttled");
+    }
     if moved < 100.0 {
         bail!("the task moved out of the throttled cgroup ran {moved:.0} ms in the next second");
     }
@@ -109,7 +115,7 @@ fn throttled_tasks_go_on(r: &Results) -> Result<String> {
         bail!("cgroup slots {before} before the probe's cgroups, {after} after their removal");
     }
     Ok(format!(
-        "moved-out task ran {moved:.0} ms in 1 s; killed ones gone in {killed:.0} ms; cgroup slots {before} before and after"
+        "capped at 0.1 CPU: {throttled:.0} ms in 2.5 s; moved-out task ran {moved:.0} ms in 1 s; killed ones gone in {killed:.0} ms; cgroup slots {before} before and after"
     ))
 }
 
