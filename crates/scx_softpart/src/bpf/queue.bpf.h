@@ -81,11 +81,12 @@ static __always_inline struct queue_head queue_head(u32 part)
 	struct queue_head qh = {};
 	struct task_struct *head;
 
-	bpf_for_each(scx_dsq, head, part_dsq(part), 0) {
+	/* Lockless where the kernel has the peek (7.1 and later). */
+	head = __COMPAT_scx_bpf_dsq_peek(part_dsq(part));
+	if (head) {
 		qh.tctx = lookup_tctx(head);
 		qh.vtime = head->scx.dsq_vtime;
 		qh.found = true;
-		break;
 	}
 	return qh;
 }
@@ -162,6 +163,12 @@ static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
 }
 
 /*
+ * When each partition last took a head from another (pull_behind()).
+ * Written on a pull only; read by its own CPUs.
+ */
+u64 part_pulled_at[SP_MAX_PARTS];
+
+/*
  * Fairness across partitions: a queue head of another partition behind
  * @vtime (what @cpu would run next) by more than half the sleeper credit
  * is taken instead, nearest partition first. Each partition's CPUs serve
@@ -177,11 +184,22 @@ static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
  * where a tenant runs, and its CPU time beyond them comes from idle CPUs
  * (steal_or_idle()); pulling it out would move the instance off its node
  * whenever its home is the busier one.
+ * One pull per partition per half the credit: a pulled task speeds up the
+ * partition it left by its share only, so that partition's clock closes
+ * the gap over the following slices; pulling at every dispatch until then
+ * would take every head of a queue that far behind, and the overshoot
+ * would send tasks back the other way.
  */
 static bool pull_behind(s32 cpu, u32 own, u64 vtime)
 {
+	u64 now;
 	u32 i;
 
+	if (own >= SP_MAX_PARTS)
+		return false;
+	now = now_ns();
+	if (part_pulled_at[own] && time_before(now, part_pulled_at[own] + slice_lag_ns / 2))
+		return false;
 	bpf_for(i, 1, nr_parts) {
 		u32 idx = own * SP_MAX_PARTS + i, part;
 		struct queue_head qh;
@@ -195,6 +213,7 @@ static bool pull_behind(s32 cpu, u32 own, u64 vtime)
 		    !time_before(qh.vtime + slice_lag_ns / 2, vtime))
 			continue;
 		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
+			part_pulled_at[own] = now;
 			stat_inc(SP_STAT_PULL_BEHIND);
 			return true;
 		}
