@@ -140,11 +140,26 @@ pub fn load(path: &Path, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>)
 }
 
 pub fn parse(text: &str, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>) -> Result<Config> {
-    let file: File = toml::from_str(text)?;
-    let mut rules = Vec::new();
+    let file: File = toml::from_str(text).map_err(|e| {
+        let hint = if e.message().contains("escape") {
+            "\nhint: a cgroup name with a backslash (systemd's escapes, e.g. \\x2d in \
+             machine-qemu\\x2d1\\x2ddb1.scope) goes in single quotes, a TOML literal string: \
+             cgroup = '/machine.slice/machine-qemu\\x2d1\\x2ddb1.scope'"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("{e}{hint}")
+    })?;
+    let mut rules: Vec<Rule> = Vec::new();
     for (i, e) in file.homes.into_iter().enumerate() {
         let at = format!("[[home]] #{} (cgroup = {:?})", i + 1, e.cgroup);
         let pattern = cgroup_pattern(&e.cgroup).with_context(|| at.clone())?;
+        if let Some(j) = rules.iter().position(|r| r.pattern == pattern) {
+            bail!(
+                "{at}: the same cgroup as [[home]] #{}: only the first rule for a cgroup applies",
+                j + 1
+            );
+        }
         let spec = match (e.cpus, e.node, e.llc) {
             (Some(c), None, None) => HomeSpec::Cpus(c),
             (None, Some(n), None) => HomeSpec::Node(n),
@@ -179,7 +194,17 @@ pub fn parse(text: &str, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>)
         {
             bail!("{at}: field period_ms = {ms}: give 10 to 3600000 ms");
         }
-        balance.push(BalanceRule::new(&e.cgroup, e.period_ms).with_context(|| at.clone())?);
+        let rule = BalanceRule::new(&e.cgroup, e.period_ms).with_context(|| at.clone())?;
+        if let Some(j) = balance
+            .iter()
+            .position(|r: &BalanceRule| r.pattern == rule.pattern)
+        {
+            bail!(
+                "{at}: the same cgroup as [[balance]] #{}: only the first rule for a cgroup applies",
+                j + 1
+            );
+        }
+        balance.push(rule);
     }
     Ok(Config {
         partitions: file.partitions,
@@ -314,6 +339,49 @@ mod tests {
                 proptest::prop_assert!(e.contains("[[home]] #2") || e.contains("[[balance]] #1"), "{}", e);
             }
         }
+    }
+
+    #[test]
+    fn duplicate_rules_are_refused_naming_both() {
+        let err = |text: &str| format!("{:#}", parse(text, resolve).unwrap_err());
+        let e = err(
+            "[[home]]\ncgroup = \"/db\"\nnode = 0\n[[home]]\ncgroup = \"/sys/fs/cgroup/db/\"\nnode = 1\n",
+        );
+        assert!(
+            e.contains("[[home]] #2") && e.contains("[[home]] #1"),
+            "{e}"
+        );
+        let e = err("[[balance]]\ncgroup = \"/vms/*\"\n[[balance]]\ncgroup = \"/vms/*\"\n");
+        assert!(
+            e.contains("[[balance]] #2") && e.contains("[[balance]] #1"),
+            "{e}"
+        );
+        // A home and a balance rule for one cgroup: the home first, then
+        // the balancer once it is cleared.
+        parse(
+            "[[home]]\ncgroup = \"/vms/a\"\nnode = 0\n[[balance]]\ncgroup = \"/vms/a\"\n",
+            resolve,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn escaped_scope_names_get_a_hint_and_work_as_literal_strings() {
+        let e = format!(
+            "{:#}",
+            parse(
+                "[[home]]\ncgroup = \"/machine.slice/machine-qemu\\x2d1.scope\"\nnode = 0\n",
+                resolve
+            )
+            .unwrap_err()
+        );
+        assert!(e.contains("single quotes"), "{e}");
+        let cfg = parse(
+            "[[home]]\ncgroup = '/machine.slice/machine-qemu\\x2d1.scope'\nnode = 0\n",
+            resolve,
+        )
+        .unwrap();
+        assert!(rule_for(&cfg.homes, "/machine.slice/machine-qemu\\x2d1.scope").is_some());
     }
 
     #[test]
