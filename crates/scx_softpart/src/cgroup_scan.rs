@@ -89,7 +89,7 @@ impl Scheduler<'_> {
         }
     }
 
-    fn apply_home_rule(&mut self, label: &str, cgid: u64, rule: &config::Rule) {
+    pub(crate) fn apply_home_rule(&mut self, label: &str, cgid: u64, rule: &config::Rule) {
         let applied =
             control::check_cgroup(&Peer::root(), label, Some(&rule.cpus)).and_then(|(id, _)| {
                 if id != cgid {
@@ -98,11 +98,14 @@ impl Scheduler<'_> {
                 self.set_cgroup_home(id, label.to_string(), &rule.cpus, rule.softness)
             });
         match applied {
-            Ok(()) => info!(
-                "config: cgroup {label} prefers CPUs {} (rule cgroup = {:?})",
-                cpulist::format(&rule.cpus),
-                rule.cgroup
-            ),
+            Ok(()) => {
+                self.rule_homes.insert(cgid, rule.cgroup.clone());
+                info!(
+                    "config: cgroup {label} prefers CPUs {} (rule cgroup = {:?})",
+                    cpulist::format(&rule.cpus),
+                    rule.cgroup
+                )
+            }
             Err(e) => warn!("config: cgroup {label} (rule {:?}): {e:#}", rule.cgroup),
         }
     }
@@ -110,7 +113,13 @@ impl Scheduler<'_> {
     /// Starts balancing a cgroup (no home of its own, a balance rule
     /// matches); until its load is known its home is the whole machine (it
     /// runs as if it had none, with counters of its own).
-    fn start_balancing(&mut self, label: &str, cgid: u64, period_ms: Option<u64>, rule: &str) {
+    pub(crate) fn start_balancing(
+        &mut self,
+        label: &str,
+        cgid: u64,
+        period_ms: Option<u64>,
+        rule: &str,
+    ) {
         let period =
             Duration::from_millis(period_ms.unwrap_or(self.balance_period.as_millis() as u64));
         let all = self.machine.cpus.clone();
@@ -161,7 +170,7 @@ pub(crate) fn unenforced_settings() -> Vec<Unenforced> {
 
 /// Every cgroup under `root` (at most SP_MAX_CGROUP_DEPTH levels down),
 /// as (path from the root, cgroup id).
-fn cgroup_tree(root: &Path) -> Vec<(String, u64)> {
+pub(crate) fn cgroup_tree(root: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let mut stack = vec![(root.to_path_buf(), 0u32)];
     while let Some((dir, depth)) = stack.pop() {

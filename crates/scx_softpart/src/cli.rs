@@ -19,8 +19,8 @@ use std::path::PathBuf;
 ///
 /// Stop it with Ctrl-C or SIGTERM: the kernel then returns every task to
 /// the default scheduler. If this process dies, the kernel does the same.
-#[derive(Debug, Parser)]
-#[command(version)]
+#[derive(Debug, Clone, Parser)]
+#[command(version = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("SOFTPART_GIT_REV"), ")"))]
 pub(crate) struct Opts {
     /// Scheduling slice, in microseconds.
     #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(100..=100_000))]
@@ -64,6 +64,12 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 
+    /// Check a config file and exit: 0 if scx_softpart would start with it,
+    /// else 1 with what is wrong. Needs no sched_ext kernel; homes are
+    /// checked against this machine's CPUs, nodes and LLCs.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) check_config: Option<PathBuf>,
+
     /// Balance the cgroups this path or glob matches (repeatable): each
     /// settles, as a group, into the partition with the least predicted
     /// load, and still bursts when it is full. "PATH/*" is every
@@ -87,6 +93,13 @@ pub(crate) struct Opts {
     /// running every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", conflicts_with = "stats")]
     pub(crate) monitor: Option<f64>,
+
+    /// Keep the homes set with `softpart prefer` and `exec` in DIR, and give
+    /// them back at start: threads that still run (same id and start time)
+    /// and cgroups that still exist get them again. The service uses
+    /// /run/softpart.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
 
     /// Where the `softpart` CLI reaches the scheduler.
     #[arg(long, default_value = softpart_core::control::DEFAULT_SOCKET)]
@@ -137,7 +150,7 @@ mod tests {
     }
 
     /// Every option is one an operator may choose on a real host: at most
-    /// 16 of our own, none hidden, none there only to reproduce an earlier
+    /// 20 of our own, none hidden, none there only to reproduce an earlier
     /// behaviour.
     #[test]
     fn help_lists_operator_options_only() {
@@ -146,7 +159,7 @@ mod tests {
             .get_arguments()
             .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
             .collect();
-        assert!(ours.len() <= 16, "{} options", ours.len());
+        assert!(ours.len() <= 20, "{} options", ours.len());
         for a in &ours {
             assert!(!a.is_hide_set(), "--{} is hidden", a.get_id());
             let help = a

@@ -126,9 +126,10 @@ fn answer(mut stream: UnixStream, tx: &Sender<Call>, attached: &AtomicBool) -> R
         Err(e) => Response::Error {
             message: format!("malformed request: {e}"),
         },
-        Ok(_) if !attached.load(Ordering::Relaxed) => Response::Error {
-            message: "scx_softpart is attaching again after a CPU hotplug (the kernel detaches \
-                      sched_ext schedulers then); nothing was changed: try again in a few seconds"
+        Ok(_) if !attached.load(Ordering::Relaxed) => Response::Unavailable {
+            message: "scx_softpart is not attached (stopping, or attaching again after a CPU \
+                      hotplug, when the kernel detaches sched_ext schedulers); nothing was \
+                      changed: try again in a few seconds"
                 .into(),
         },
         Ok(req) => {

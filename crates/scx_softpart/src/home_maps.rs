@@ -107,6 +107,9 @@ impl Scheduler<'_> {
         cpus: &BTreeSet<usize>,
         softness: Option<Softness>,
     ) -> Result<()> {
+        // Whoever sets it now owns it; a rule's home is marked again by
+        // its caller.
+        self.rule_homes.remove(&cgid);
         let before = self
             .homes
             .find(&label)
@@ -126,6 +129,7 @@ impl Scheduler<'_> {
     }
 
     pub(crate) fn clear_cgroup_home(&mut self, cgid: u64) {
+        self.rule_homes.remove(&cgid);
         self.balancer.groups.remove(&cgid);
         let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
         if let Some(label) = homes::forget_cgroup(&mut self.cgroup_groups, cgid) {

@@ -19,8 +19,10 @@ mod homes;
 mod load;
 mod machine;
 mod partitions;
+mod reload;
 mod report;
 mod requests;
+mod state;
 mod stats;
 
 use anyhow::{Context, Result, bail};
@@ -39,7 +41,7 @@ use softpart_core::cpulist;
 use softpart_core::softness::{Softness, mean_util, smooth_util};
 use std::collections::{BTreeMap, BTreeSet};
 use std::mem::MaybeUninit;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -66,6 +68,8 @@ struct Session {
     /// cgroups excluded: they are placed again).
     task_homes: Vec<(u32, Home)>,
     cgroup_homes: Vec<(u64, Home)>,
+    /// The cgroups whose home a config rule gave, and the rule.
+    rule_homes: BTreeMap<u64, String>,
     restarts: u32,
 }
 
@@ -89,29 +93,30 @@ fn read_topology() -> Result<Topology> {
     }
 }
 
-impl Session {
-    fn start(opts: &Opts) -> Result<Session> {
-        if !Path::new("/sys/kernel/sched_ext").exists() {
-            bail!(
-                "this kernel ({}) has no sched_ext: scx_softpart needs Linux >= 6.12 built with CONFIG_SCHED_CLASS_EXT=y",
-                std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                    .unwrap_or_default()
-                    .trim()
-            );
-        }
-        let topo = read_topology()?;
-        let machine = Machine::from_topology(&topo);
-        let cfg = match &opts.config {
+/// The config file and the options that add to it, checked whole against
+/// this machine's topology: what the scheduler starts with, or the first
+/// thing wrong.
+struct CheckedConfig {
+    homes: Vec<config::Rule>,
+    balance_rules: Vec<config::BalanceRule>,
+    /// --partitions or the config's partitions; None: the default.
+    explicit_parts: Option<Vec<BTreeSet<usize>>>,
+}
+
+impl CheckedConfig {
+    fn new(opts: &Opts, file: &Option<PathBuf>, topo: &Topology) -> Result<CheckedConfig> {
+        let machine = Machine::from_topology(topo);
+        let cfg = match file {
             Some(path) => config::load(path, |spec| machine.resolve(spec))?,
             None => config::Config::default(),
         };
         let explicit_parts = match (&opts.partitions, &cfg.partitions) {
             (None, None) => None,
             (None, Some(spec)) => Some(
-                partitions::from_topology(&topo, Some(spec))
+                partitions::from_topology(topo, Some(spec))
                     .with_context(|| format!("config file: field partitions = {spec:?}"))?,
             ),
-            (Some(spec), _) => Some(partitions::from_topology(&topo, Some(spec))?),
+            (Some(spec), _) => Some(partitions::from_topology(topo, Some(spec))?),
         };
         let mut balance_rules = cfg.balance;
         for pattern in &opts.balance {
@@ -120,6 +125,73 @@ impl Session {
                     .with_context(|| format!("--balance {pattern:?}"))?,
             );
         }
+        Ok(CheckedConfig {
+            homes: cfg.homes,
+            balance_rules,
+            explicit_parts,
+        })
+    }
+}
+
+/// --check-config: what the file gives on this machine, or why it would not
+/// start.
+fn check_config(opts: &Opts, path: &Path) -> Result<()> {
+    let topo = read_topology()?;
+    let checked = CheckedConfig::new(opts, &Some(path.to_path_buf()), &topo)?;
+    println!("{}: ok", path.display());
+    for r in &checked.homes {
+        let soft = r
+            .softness
+            .map(|s| format!(", softness {s}"))
+            .unwrap_or_default();
+        println!(
+            "  home     {}  CPUs {}{soft}",
+            r.cgroup,
+            cpulist::format(&r.cpus)
+        );
+    }
+    for b in &checked.balance_rules {
+        let period = b.period_ms.unwrap_or(opts.balance_period_ms);
+        println!("  balance  {}  every {period} ms", b.cgroup);
+    }
+    if let Some(parts) = &checked.explicit_parts {
+        let parts: Vec<_> = parts.iter().map(cpulist::format).collect();
+        println!("  partitions  {}", parts.join(" ; "));
+    }
+    Ok(())
+}
+
+impl Session {
+    fn start(opts: &Opts) -> Result<Session> {
+        if !Path::new("/sys/kernel/sched_ext").exists() {
+            bail!(
+                "this kernel ({}) has no sched_ext: scx_softpart needs a kernel built with CONFIG_SCHED_CLASS_EXT=y (the tests boot 6.17 and later)",
+                std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .unwrap_or_default()
+                    .trim()
+            );
+        }
+        let topo = read_topology()?;
+        let checked = CheckedConfig::new(opts, &opts.config, &topo)?;
+        let restored = match &opts.state_dir {
+            None => state::Restored::default(),
+            Some(dir) => match state::load(dir, state::task_start_time, state::cgroup_id) {
+                Ok(r) => {
+                    info!(
+                        "state: {} thread home(s) and {} cgroup home(s) from {} ({} gone, dropped)",
+                        r.tasks.len(),
+                        r.cgroups.len(),
+                        dir.display(),
+                        r.dropped
+                    );
+                    r
+                }
+                Err(e) => {
+                    warn!("state: {e:#}: starting without the homes set before");
+                    state::Restored::default()
+                }
+            },
+        };
         let attached = Arc::new(AtomicBool::new(false));
         let calls = control::serve(&opts.control_socket, attached.clone())?;
         let stats_server = StatsServer::new(stats::server_data())
@@ -129,11 +201,12 @@ impl Session {
             calls,
             attached,
             stats_server,
-            rules: cfg.homes,
-            balance_rules,
-            explicit_parts,
-            task_homes: vec![],
-            cgroup_homes: vec![],
+            rules: checked.homes,
+            balance_rules: checked.balance_rules,
+            explicit_parts: checked.explicit_parts,
+            task_homes: restored.tasks,
+            cgroup_homes: restored.cgroups,
+            rule_homes: BTreeMap::new(),
             restarts: 0,
         })
     }
@@ -158,6 +231,10 @@ struct Scheduler<'a> {
     cgroup_paths: std::collections::HashMap<u64, String>,
     /// Cgroups with a home, by id: their group label.
     cgroup_groups: BTreeMap<u64, String>,
+    /// The cgroups whose home a config rule gave, and the rule (reload.rs).
+    rule_homes: BTreeMap<u64, String>,
+    /// The options, for a reload.
+    opts: Opts,
     last_scan: std::time::Instant,
     stats_server: StatsServer<(), stats::Snapshot>,
     calls: Receiver<Call>,
@@ -211,6 +288,7 @@ impl<'a> Scheduler<'a> {
             explicit_parts,
             task_homes,
             cgroup_homes,
+            rule_homes,
             restarts,
         } = session;
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
@@ -265,6 +343,8 @@ impl<'a> Scheduler<'a> {
             cgroup_paths: Default::default(),
             unenforced: cgroup_scan::unenforced_settings(),
             cgroup_groups: BTreeMap::new(),
+            rule_homes: BTreeMap::new(),
+            opts: opts.clone(),
             last_scan: std::time::Instant::now(),
             stats_server,
             calls,
@@ -281,6 +361,7 @@ impl<'a> Scheduler<'a> {
         counters::reset_group(&sched.skel.maps, homes::MAX_HOMES as u32)
             .context("creating the no-home group's statistics")?;
         sched.restore(task_homes, cgroup_homes);
+        sched.rule_homes = rule_homes;
         sched.attached.store(true, Ordering::Relaxed);
         if !sched.rules.is_empty() || !sched.balance_rules.is_empty() {
             info!(
@@ -293,9 +374,12 @@ impl<'a> Scheduler<'a> {
         Ok(sched)
     }
 
-    fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
+    fn run(&mut self, shutdown: Arc<AtomicBool>, reload: &AtomicBool) -> Result<UserExitInfo> {
         let (stats_tx, stats_rx) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            if reload.swap(false, Ordering::Relaxed) {
+                self.reload();
+            }
             if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
                 self.refresh_softness();
                 self.refresh_contract();
@@ -319,14 +403,19 @@ impl<'a> Scheduler<'a> {
             }
             match self.calls.recv_timeout(SOFTNESS_PERIOD) {
                 Ok(call) => {
+                    let changes = call.req.changes_homes();
                     let resp = self.handle(call.req, &call.peer);
                     let _ = call.reply.send(resp);
+                    if changes {
+                        self.save_state();
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => bail!("the control socket thread died"),
             }
         }
         self.attached.store(false, Ordering::Relaxed);
+        self.save_state();
         self.print_counters();
         let _ = self.link.take();
         uei_report!(&self.skel, uei)
@@ -491,8 +580,8 @@ impl<'a> Scheduler<'a> {
         self.bump_gen();
     }
 
-    /// Ends this attachment, keeping what the next one needs.
-    fn into_session(self) -> Session {
+    /// Every thread's own home, from the fast path's map.
+    pub(crate) fn task_home_list(&self) -> Vec<(u32, Home)> {
         let mut task_homes = Vec::new();
         let map = &self.skel.maps.task_homes;
         for key in map.keys() {
@@ -504,6 +593,36 @@ impl<'a> Scheduler<'a> {
                 task_homes.push((u32::from_ne_bytes(tid), h.clone()));
             }
         }
+        task_homes
+    }
+
+    /// Keeps the homes set at run time in --state-dir (state.rs).
+    fn save_state(&self) {
+        let Some(dir) = &self.opts.state_dir else {
+            return;
+        };
+        let tasks: Vec<_> = self
+            .task_home_list()
+            .into_iter()
+            .filter_map(|(tid, h)| Some((tid, state::task_start_time(tid)?, h)))
+            .collect();
+        let cgroups: Vec<_> = self
+            .cgroup_groups
+            .iter()
+            .filter(|(cgid, _)| self.is_operator_home(**cgid))
+            .filter_map(|(_, label)| {
+                let h = self.homes.get(self.homes.find(label)?)?;
+                Some((label.clone(), h.clone()))
+            })
+            .collect();
+        if let Err(e) = state::save(dir, &tasks, &cgroups) {
+            warn!("state: {e:#}");
+        }
+    }
+
+    /// Ends this attachment, keeping what the next one needs.
+    fn into_session(self) -> Session {
+        let task_homes = self.task_home_list();
         let cgroup_homes = self
             .cgroup_groups
             .iter()
@@ -522,6 +641,7 @@ impl<'a> Scheduler<'a> {
             explicit_parts: self.explicit_parts,
             task_homes,
             cgroup_homes,
+            rule_homes: self.rule_homes,
             restarts: self.restarts + 1,
         }
     }
@@ -625,10 +745,18 @@ fn main() -> Result<()> {
     } else {
         libbpf_rs::PrintLevel::Warn
     }));
+    if let Some(path) = &opts.check_config {
+        return check_config(&opts, path);
+    }
     let shutdown = Arc::new(AtomicBool::new(false));
-    let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, shutdown.clone())
+            .context("installing the SIGINT/SIGTERM handler")?;
+    }
+    // SIGHUP (systemctl reload): read the config file again.
+    let reload = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, reload.clone())
+        .context("installing the SIGHUP handler")?;
 
     let every = |secs: f64, what: &str| -> Result<Duration> {
         if !(secs.is_finite() && (0.01..=3600.0).contains(&secs)) {
@@ -655,7 +783,7 @@ fn main() -> Result<()> {
     let mut session = Session::start(&opts)?;
     loop {
         let mut sched = at_top_priority(|| Scheduler::init(&opts, &mut open_object, session))?;
-        let uei = sched.run(shutdown.clone())?;
+        let uei = sched.run(shutdown.clone(), &reload)?;
         if !uei.should_restart() {
             break;
         }

@@ -103,6 +103,9 @@ impl Scheduler<'_> {
             },
             Request::Show { pid } => Ok(Response::Task(self.show(pid)?)),
             Request::Stat => Ok(Response::Stat(self.stat())),
+            Request::List => Ok(Response::Homes {
+                homes: self.home_views(),
+            }),
         }
     }
 

@@ -5,7 +5,9 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use softpart_core::control::{DEFAULT_SOCKET, HomeSpec, Request, Response, StatView, Target};
+use softpart_core::control::{
+    DEFAULT_SOCKET, HomeSpec, HomeView, Request, Response, StatView, Target,
+};
 use softpart_core::cpulist;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -21,6 +23,7 @@ Examples:
   softpart prefer --cgroup /db2.slice --node 1 --softness 5:4
   softpart exec --node 1 -- pg_ctl start -D /srv/db2
   softpart show --pid 4242
+  softpart list
   softpart prefer --pid 4242 --clear
   softpart stat";
 
@@ -30,7 +33,11 @@ Examples:
 /// an idle CPU and bursts to idle CPUs elsewhere when it has none. Its
 /// allowed CPUs (taskset, cpuset) are never widened.
 #[derive(Debug, Parser)]
-#[command(version, after_help = EXAMPLES)]
+#[command(
+    name = "softpart",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("SOFTPART_GIT_REV"), ")"),
+    after_help = EXAMPLES
+)]
 struct Cli {
     /// scx_softpart's control socket.
     #[arg(long, env = "SOFTPART_SOCKET", default_value = DEFAULT_SOCKET, global = true)]
@@ -57,6 +64,14 @@ enum Cmd {
     /// partitions whose groups' demand over-fills them (their waiting
     /// tasks are stolen by idle CPUs elsewhere without the steal wait).
     Stat {
+        /// JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every home in effect: cgroups, then threads given one
+    /// together, each with its CPUs and where it comes from (a config rule,
+    /// the balancer, softpart prefer or exec).
+    List {
         /// JSON instead of the table.
         #[arg(long)]
         json: bool,
@@ -174,8 +189,34 @@ fn report(resp: Response) -> Result<()> {
             print!("{}", stat_table(&v));
             Ok(())
         }
-        Response::Error { message } => bail!("{message}"),
+        Response::Homes { homes } => {
+            print!("{}", list_table(&homes));
+            Ok(())
+        }
+        Response::Error { message } | Response::Unavailable { message } => bail!("{message}"),
     }
+}
+
+/// `softpart list`'s table: one home a line.
+fn list_table(homes: &[HomeView]) -> String {
+    use std::fmt::Write as _;
+    if homes.is_empty() {
+        return "no homes in effect\n".to_string();
+    }
+    let mut out = String::new();
+    for h in homes {
+        let soft = h
+            .softness
+            .as_deref()
+            .map(|s| format!("  softness {s}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<8} {}  CPUs {}{soft}  ({})",
+            h.kind, h.target, h.cpus, h.source
+        );
+    }
+    out
 }
 
 /// The balancer's per-group report (a gb_stat-style table), per balanced group.
@@ -260,10 +301,12 @@ fn main() -> Result<()> {
             let req = if a.clear {
                 Request::Clear { target }
             } else {
+                if a.cpus.is_none() && a.node.is_none() && a.llc.is_none() {
+                    bail!("give a home: --cpus, --node or --llc (or --clear)");
+                }
                 Request::Prefer {
                     target,
-                    home: home_spec(a.cpus, a.node, a.llc)
-                        .context("give a home: --cpus, --node or --llc (or --clear)")?,
+                    home: home_spec(a.cpus, a.node, a.llc)?,
                     softness: a.softness,
                 }
             };
@@ -281,19 +324,40 @@ fn main() -> Result<()> {
             }
             other => report(other),
         },
+        Cmd::List { json } => match call(&cli.socket, &Request::List)? {
+            Response::Homes { homes } if json => {
+                println!("{}", serde_json::to_string_pretty(&homes)?);
+                Ok(())
+            }
+            Response::Homes { homes } => {
+                print!("{}", list_table(&homes));
+                Ok(())
+            }
+            other => report(other),
+        },
         Cmd::Exec(a) => {
             let home = home_spec(a.home.cpus, a.home.node, a.home.llc)?;
             let me = std::process::id();
-            // Quiet on success: the command's own output follows.
-            if let Response::Error { message } = call(
-                &cli.socket,
-                &Request::Prefer {
-                    target: Target::Pids(vec![me]),
-                    home,
-                    softness: a.softness,
-                },
-            )? {
-                bail!("{message}");
+            let req = Request::Prefer {
+                target: Target::Pids(vec![me]),
+                home,
+                softness: a.softness,
+            };
+            // Quiet on success: the command's own output follows. A
+            // scheduler that is down does not stop the command (a service
+            // started with exec must not fail with the scheduler); one
+            // that refuses the home does.
+            match call(&cli.socket, &req) {
+                Ok(Response::Error { message }) => bail!("{message}"),
+                Ok(Response::Unavailable { message }) => eprintln!(
+                    "softpart: warning: {message}; running {:?} without a home",
+                    a.command[0]
+                ),
+                Ok(_) => {}
+                Err(e) => eprintln!(
+                    "softpart: warning: {e:#}; running {:?} without a home",
+                    a.command[0]
+                ),
             }
             let err = std::process::Command::new(&a.command[0])
                 .args(&a.command[1..])

@@ -49,6 +49,15 @@ pub enum Request {
     Show { pid: u32 },
     /// Report the group balancer's partitions and groups.
     Stat,
+    /// Report every home in effect.
+    List,
+}
+
+impl Request {
+    /// Whether it may change a home (and so what a restart gives back).
+    pub fn changes_homes(&self) -> bool {
+        matches!(self, Request::Prefer { .. } | Request::Clear { .. })
+    }
 }
 
 /// The group balancer's view (`softpart stat`). Loads are in CPUs' worth,
@@ -155,11 +164,39 @@ pub struct TaskView {
     pub source: String,
 }
 
+/// A home in effect (`softpart list`): a cgroup's, or the one a set of
+/// threads was given together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeView {
+    /// "cgroup" or "threads".
+    pub kind: String,
+    /// The cgroup's path from the cgroup2 root, or the group's label
+    /// ("pid N") and its thread ids.
+    pub target: String,
+    pub cpus: String,
+    /// None: the scheduler's --softness.
+    pub softness: Option<String>,
+    /// "config rule PATTERN", "balancer" or "softpart prefer".
+    pub source: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum Response {
-    Ok { message: String },
+    Ok {
+        message: String,
+    },
     Task(TaskView),
     Stat(StatView),
-    Error { message: String },
+    Homes {
+        homes: Vec<HomeView>,
+    },
+    Error {
+        message: String,
+    },
+    /// No BPF scheduler attached (stopping, or attaching again): nothing
+    /// was done.
+    Unavailable {
+        message: String,
+    },
 }

@@ -2,6 +2,7 @@
 //! guest topology specs, the run-delay histogram layout and small statistics.
 
 pub mod balance;
+pub mod build_info;
 pub mod control;
 pub mod cpulist;
 pub mod events;

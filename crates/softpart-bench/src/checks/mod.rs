@@ -11,6 +11,7 @@ mod holds;
 mod observer;
 mod placement;
 mod reliability;
+mod service;
 
 use crate::plan::{GuestInfo, Message, RunResult, SchedulerExit};
 use crate::scenario::Scenario;
@@ -38,6 +39,7 @@ fn tests() -> impl Iterator<Item = &'static (&'static str, Check)> {
         cli::TESTS,
         balancer::TESTS,
         contract::TESTS,
+        service::TESTS,
     ]
     .into_iter()
     .flatten()
