@@ -4,10 +4,42 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: setup build demo test lint unit guest-test experiments compare soak vcpu-wake upstream-baseline
+.PHONY: setup build demo test lint unit guest-test experiments compare soak vcpu-wake upstream-baseline host-build install
+
+# Installing on a host (no QEMU, no guest kernel: only the BPF toolchain):
+#   make host-build && sudo make install [PREFIX=/usr/local] [DESTDIR=...]
+PREFIX ?= /usr/local
+SBINDIR := $(PREFIX)/sbin
+BINDIR := $(PREFIX)/bin
+# /usr/local/lib/systemd/system and /usr/lib/systemd/system are both on
+# systemd's unit path.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 
 setup:
 	bash scripts/setup.sh
+
+# The two binaries a host runs (scx_softpart, softpart) and what building
+# them needs, nothing else.
+host-build:
+	bash scripts/setup.sh --host
+	$(ENV) cargo build --release --locked -p scx_softpart -p softpart-cli
+
+# The binaries, the systemd unit, the example config (also as
+# /etc/softpart/softpart.toml unless one is there). Run `make host-build`
+# (or `make build`) first, as yourself; install as root.
+install:
+	@test -x target/release/scx_softpart -a -x target/release/softpart || \
+	  { echo "install: no binaries in target/release: run make host-build first" >&2; exit 1; }
+	install -D -m 755 target/release/scx_softpart $(DESTDIR)$(SBINDIR)/scx_softpart
+	install -D -m 755 target/release/softpart $(DESTDIR)$(BINDIR)/softpart
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@DOCDIR@|$(PREFIX)/share/doc/softpart|g' \
+	  packaging/softpart.service.in > $(DESTDIR)$(UNITDIR)/softpart.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/softpart.service
+	install -D -m 644 packaging/softpart.toml $(DESTDIR)$(PREFIX)/share/doc/softpart/softpart.toml.example
+	install -D -m 644 docs/config.md $(DESTDIR)$(PREFIX)/share/doc/softpart/config.md
+	test -e $(DESTDIR)/etc/softpart/softpart.toml || \
+	  install -D -m 644 packaging/softpart.toml $(DESTDIR)/etc/softpart/softpart.toml
 
 build: setup
 	$(ENV) cargo build --release --workspace --locked

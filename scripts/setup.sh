@@ -5,8 +5,17 @@
 #   - a project-local venv with clang 22 (ziglang wheel) and libclang
 #     (libclang wheel), plus a `clang` wrapper that scx_cargo accepts,
 #   - the guest kernel (scripts/guest-kernel.sh).
+# With --host, only what building the binaries needs (libelf, clang): for a
+# host that runs softpart, not its guest tests.
 # Versions are pinned in scripts/versions.sh.
 set -euo pipefail
+
+host_only=false
+case "${1:-}" in
+  --host) host_only=true ;;
+  "") ;;
+  *) echo "usage: setup.sh [--host]" >&2; exit 2 ;;
+esac
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/versions.sh
@@ -14,8 +23,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cache=${SOFTPART_CACHE:-$here/.cache}
 mkdir -p "$cache/bin"
 
+packages=$BUILD_APT_PACKAGES
+$host_only || packages="$packages $GUEST_APT_PACKAGES"
 missing=""
-for pkg in $APT_PACKAGES; do
+for pkg in $packages; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
 done
 if [ -n "$missing" ]; then
@@ -26,7 +37,7 @@ if [ -n "$missing" ]; then
 fi
 
 qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9]*\).*/\1/p' || true)
-if [ "${qemu_major:-0}" -lt "$QEMU_MIN_MAJOR" ]; then
+if ! $host_only && [ "${qemu_major:-0}" -lt "$QEMU_MIN_MAJOR" ]; then
   # Host sources plus bookworm-backports, in a private apt configuration:
   # the host's own apt configuration is left as it is.
   echo "setup: installing QEMU >= $QEMU_MIN_MAJOR from bookworm-backports (have: ${qemu_major:-none})"
@@ -69,5 +80,9 @@ if [ ! -x "$wrapper" ] || ! grep -qF "$zig" "$wrapper"; then
 fi
 "$wrapper" --version | head -1 | grep -q 'clang version' || { echo "setup: $wrapper does not run" >&2; exit 1; }
 
+if $host_only; then
+  echo "setup: ok (host build: $("$wrapper" --version | head -1))"
+  exit 0
+fi
 bash "$here/scripts/guest-kernel.sh" >/dev/null
 echo "setup: ok (QEMU $qemu_major, $(cat "$cache/kernel/$GUEST_KERNEL_PKG/release") guest kernel, $("$wrapper" --version | head -1))"

@@ -6,7 +6,10 @@ LIBCLANG_VERSION=18.1.1    # libclang.so for bindgen
 # kernel patches static keys while sched_ext attaches under multi-threaded
 # TCG; bookworm-backports has 10.x.
 QEMU_MIN_MAJOR=10
-APT_PACKAGES="busybox-static cpio libelf-dev zlib1g-dev pkg-config rt-tests stress-ng sysbench redis-server redis-tools"
+# What building the binaries needs (a host build: `make host-build`), and
+# what the guest experiments add.
+BUILD_APT_PACKAGES="libelf-dev zlib1g-dev pkg-config"
+GUEST_APT_PACKAGES="busybox-static cpio rt-tests stress-ng sysbench redis-server redis-tools"
 # An upstream sched_ext scheduler as a reference policy (`make
 # upstream-baseline`): the scx release of scx_utils / scx_stats above.
 SCX_BPFLAND_VERSION=1.1.4
