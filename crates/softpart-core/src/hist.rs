@@ -57,6 +57,24 @@ pub fn max(hist: &[u64]) -> Option<u64> {
     hist.iter().rposition(|&n| n > 0).map(|idx| bounds(idx).1)
 }
 
+/// The same counts in fewer buckets, for exporters: count `i` of the
+/// result is what fell below `upper[i]` (and at or above `upper[i - 1]`),
+/// the last what fell above every bound. A fine bucket goes to the first
+/// coarse bound at or above its own upper bound, so a value is never
+/// counted below what it may have been. `upper` ascending.
+pub fn coarsen(hist: &[u64], upper: &[u64]) -> Vec<u64> {
+    let mut out = vec![0; upper.len() + 1];
+    for (idx, &n) in hist.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let hi = bounds(idx).1;
+        let at = upper.iter().position(|&u| hi <= u).unwrap_or(upper.len());
+        out[at] += n;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +117,20 @@ mod tests {
                 prop_assert!((hi - lo) as f64 <= (lo as f64 / 8.0).max(1.0));
             }
         }
+    }
+
+    #[test]
+    fn coarsening_keeps_every_count_at_or_above_its_value() {
+        let mut h = vec![0u64; NR_BUCKETS];
+        for v in [3u64, 9, 1_000, 1_000, 50_000, 5_000_000_000] {
+            h[bucket(v)] += 1;
+        }
+        let upper = [10, 1_000, 100_000];
+        let c = coarsen(&h, &upper);
+        assert_eq!(c.iter().sum::<u64>(), 6);
+        // 3 and 9 below 10 (9's bucket is [9, 10)); 1000's bucket ends
+        // above 1000, so both go to the 100_000 bound with 50_000.
+        assert_eq!(c, vec![2, 0, 3, 1]);
+        assert_eq!(coarsen(&[], &upper), vec![0; 4]);
     }
 }
