@@ -89,6 +89,16 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "SECS")]
     pub(crate) stats: Option<f64>,
 
+    /// Serve the counters per group, partition and cgroup in the
+    /// OpenMetrics text format (Prometheus) at http://ADDR/metrics, e.g.
+    /// 127.0.0.1:9090. `--help-stats` lists them.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<String>,
+
+    /// Print what --stats, --monitor and --metrics report, and exit.
+    #[arg(long)]
+    pub(crate) help_stats: bool,
+
     /// Do not schedule: print the statistics of the scx_softpart already
     /// running every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", conflicts_with = "stats")]

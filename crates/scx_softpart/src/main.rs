@@ -18,6 +18,7 @@ mod home_maps;
 mod homes;
 mod load;
 mod machine;
+mod metrics;
 mod partitions;
 mod reload;
 mod report;
@@ -40,6 +41,7 @@ use scx_utils::{Topology, UserExitInfo, scx_ops_attach, scx_ops_load, uei_exited
 use softpart_core::cpulist;
 use softpart_core::softness::{Softness, mean_util, smooth_util};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -70,6 +72,8 @@ struct Session {
     cgroup_homes: Vec<(u64, Home)>,
     /// The cgroups whose home a config rule gave, and the rule.
     rule_homes: BTreeMap<u64, String>,
+    /// Scrapes of --metrics, waiting for a snapshot.
+    metrics: Option<Receiver<metrics::SnapshotRequest>>,
     restarts: u32,
 }
 
@@ -192,6 +196,7 @@ impl Session {
                 }
             },
         };
+        let metrics = opts.metrics.as_deref().map(metrics::serve).transpose()?;
         let attached = Arc::new(AtomicBool::new(false));
         let calls = control::serve(&opts.control_socket, attached.clone())?;
         let stats_server = StatsServer::new(stats::server_data())
@@ -207,6 +212,7 @@ impl Session {
             task_homes: restored.tasks,
             cgroup_homes: restored.cgroups,
             rule_homes: BTreeMap::new(),
+            metrics,
             restarts: 0,
         })
     }
@@ -235,6 +241,7 @@ struct Scheduler<'a> {
     rule_homes: BTreeMap<u64, String>,
     /// The options, for a reload.
     opts: Opts,
+    metrics: Option<Receiver<metrics::SnapshotRequest>>,
     last_scan: std::time::Instant,
     stats_server: StatsServer<(), stats::Snapshot>,
     calls: Receiver<Call>,
@@ -289,6 +296,7 @@ impl<'a> Scheduler<'a> {
             task_homes,
             cgroup_homes,
             rule_homes,
+            metrics,
             restarts,
         } = session;
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
@@ -345,6 +353,7 @@ impl<'a> Scheduler<'a> {
             cgroup_groups: BTreeMap::new(),
             rule_homes: BTreeMap::new(),
             opts: opts.clone(),
+            metrics,
             last_scan: std::time::Instant::now(),
             stats_server,
             calls,
@@ -400,6 +409,9 @@ impl<'a> Scheduler<'a> {
             }
             while stats_rx.try_recv().is_ok() {
                 stats_tx.send(self.snapshot())?;
+            }
+            while let Some(reply) = self.metrics.as_ref().and_then(|rx| rx.try_recv().ok()) {
+                let _ = reply.send(self.snapshot());
             }
             match self.calls.recv_timeout(SOFTNESS_PERIOD) {
                 Ok(call) => {
@@ -642,6 +654,7 @@ impl<'a> Scheduler<'a> {
             task_homes,
             cgroup_homes,
             rule_homes: self.rule_homes,
+            metrics: self.metrics,
             restarts: self.restarts + 1,
         }
     }
@@ -747,6 +760,13 @@ fn main() -> Result<()> {
     }));
     if let Some(path) = &opts.check_config {
         return check_config(&opts, path);
+    }
+    if opts.help_stats {
+        let mut out = std::io::stdout();
+        stats::server_data().describe_meta(&mut out, None)?;
+        writeln!(out)?;
+        metrics::describe(&mut out)?;
+        return Ok(());
     }
     let shutdown = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -6,6 +6,7 @@ use crate::Scheduler;
 use crate::bpf_skel::types::sp_cg_budget;
 use crate::{EVENT_NAMES, counters, homes, monotonic_ns, stats};
 use libbpf_rs::MapCore;
+use log::info;
 use softpart_core::control::{GroupView, Held, PartView, StatView, TenantView};
 use softpart_core::cpulist;
 
@@ -117,7 +118,10 @@ impl Scheduler<'_> {
             .zip(events)
             .map(|(n, v)| format!("\"{n}\":{v}"))
             .collect();
-        println!("{{\"softpart_counters\":{{{}}}}}", fields.join(","));
+        info!(
+            "exit counters: {{\"softpart_counters\":{{{}}}}}",
+            fields.join(",")
+        );
     }
 
     /// Everything `--stats` reports, as of now.

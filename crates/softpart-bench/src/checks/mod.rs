@@ -232,14 +232,16 @@ pub fn run_guest_tests(out: &Path, only: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The counters line scx_softpart prints when it exits.
+/// The counters scx_softpart logs when it exits (a JSON object at the end
+/// of its "exit counters:" log line).
 fn softpart_counters(exit: &SchedulerExit) -> Result<serde_json::Value> {
     let line = exit
-        .stdout_tail
+        .stderr_tail
         .lines()
         .find(|l| l.contains("softpart_counters"))
-        .context("scx_softpart printed no counters")?;
-    let v: serde_json::Value = serde_json::from_str(line)?;
+        .context("scx_softpart logged no counters")?;
+    let json = &line[line.find('{').context("no JSON in the counters line")?..];
+    let v: serde_json::Value = serde_json::from_str(json)?;
     Ok(v["softpart_counters"].clone())
 }
 
@@ -482,8 +484,8 @@ mod tests {
                 attached: true,
                 clean: true,
                 status: String::new(),
-                stdout_tail: counters.to_string(),
-                stderr_tail: String::new(),
+                stdout_tail: String::new(),
+                stderr_tail: format!("[INFO] exit counters: {counters}"),
             });
         }
         r

@@ -1,11 +1,15 @@
-//! The service's operations on a host, by hand (service-ops.toml): a
-//! config checked without attaching, a reload applied whole or refused,
+//! The service's operations on a host, by hand (service-ops.toml):
+//! metrics scraped, a config checked without attaching, a reload applied whole or refused,
 //! `softpart list`, run-time homes kept across a restart, and `softpart
 //! exec` with no scheduler running.
 
 use super::*;
 
 pub(super) const TESTS: &[(&str, Check)] = &[
+    (
+        "metrics_rise_between_scrapes_and_match_help_stats",
+        metrics_scraped,
+    ),
     ("config_is_checked_without_attaching", config_checked),
     ("reload_applies_a_good_config", reload_applies),
     (
@@ -27,6 +31,41 @@ fn ops_probe<'a>(r: &'a Results, prefix: &str) -> Result<&'a (String, i32, Strin
 fn list_line<'a>(out: &'a str, cgroup: &str) -> Option<&'a str> {
     out.lines()
         .find(|l| l.starts_with("cgroup") && l.split_whitespace().nth(1) == Some(cgroup))
+}
+
+/// The value ending each line of `out` that starts with `prefix`.
+fn sample_values(out: &str, prefix: &str) -> Vec<f64> {
+    out.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect()
+}
+
+fn metrics_scraped(r: &Results) -> Result<String> {
+    let (_, _, out) = ops_probe(r, "wget -q -O /tmp/m1")?;
+    let run = sample_values(
+        out,
+        "softpart_group_run_seconds_total{group=\"/bench/inst0\",where=\"home\"}",
+    );
+    let [first, second] = run[..] else {
+        bail!("expected inst0's home run time in both scrapes: {out}");
+    };
+    if second <= first {
+        bail!(
+            "inst0's home run time did not rise between the scrapes ({first} then {second}): {out}"
+        );
+    }
+    let local = sample_values(out, "softpart_group_locality_ratio{group=\"/bench/inst0\"}");
+    if local.first().is_none_or(|&l| l < 0.9) {
+        bail!("inst0's locality below 90% or missing: {out}");
+    }
+    if !out.contains("families match") {
+        bail!("what is served differs from --help-stats: {out}");
+    }
+    Ok(format!(
+        "inst0 at home {first:.2} s then {second:.2} s; locality {:.1}%; families as --help-stats lists them",
+        local[0] * 100.0
+    ))
 }
 
 fn config_checked(r: &Results) -> Result<String> {

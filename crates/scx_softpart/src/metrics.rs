@@ -1,0 +1,473 @@
+//! `--metrics ADDR`: the scheduler's cumulative counters in the
+//! OpenMetrics text format (which Prometheus reads), per group, per
+//! partition and per cgroup of the cpu controller. Each scrape asks the
+//! main loop for a snapshot of the counters, the same one `--stats` reads,
+//! and encodes it with prometheus-client. The families are listed once,
+//! in FAMILIES, which `--help-stats` prints too.
+
+use crate::stats::{RawCounters, Snapshot};
+use anyhow::{Context, Result};
+use log::{info, warn};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use softpart_core::hist;
+use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
+use std::time::Duration;
+
+/// One metric family: name (without the `_total` a counter gets), help,
+/// type.
+pub struct Family {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: MetricType,
+}
+
+const fn fam(name: &'static str, help: &'static str, kind: MetricType) -> Family {
+    Family { name, help, kind }
+}
+
+use MetricType::{Counter, Gauge, Histogram};
+
+/// Every family served, in the order served.
+pub const FAMILIES: &[Family] = &[
+    fam(
+        "softpart_group_info",
+        "a group (a cgroup or process set with a home): its home CPUs and softness, value 1",
+        Gauge,
+    ),
+    fam(
+        "softpart_group_run_seconds",
+        "CPU time its tasks ran, at home or away from it (where)",
+        Counter,
+    ),
+    fam(
+        "softpart_group_locality_ratio",
+        "share of its CPU time at home since the group began (groups with a home)",
+        Gauge,
+    ),
+    fam(
+        "softpart_group_spills",
+        "tasks that began running away after running at home",
+        Counter,
+    ),
+    fam(
+        "softpart_group_returns",
+        "tasks that began running at home after running away",
+        Counter,
+    ),
+    fam(
+        "softpart_group_run_delay_seconds",
+        "run delay (runnable to running) of its tasks",
+        Histogram,
+    ),
+    fam(
+        "softpart_group_migrations",
+        "task migrations by distance (smt, llc, node, xnode)",
+        Counter,
+    ),
+    fam(
+        "softpart_group_balancer_moves",
+        "balanced groups: moves by the group balancer",
+        Counter,
+    ),
+    fam(
+        "softpart_partition_busy_seconds",
+        "busy time of the partition's CPUs",
+        Counter,
+    ),
+    fam(
+        "softpart_partition_foreign_seconds",
+        "time its CPUs gave to tasks homed elsewhere",
+        Counter,
+    ),
+    fam(
+        "softpart_partition_steals",
+        "tasks its idle CPUs took from other partitions",
+        Counter,
+    ),
+    fam("softpart_partition_cpus", "CPUs in the partition", Gauge),
+    fam(
+        "softpart_partition_run_delay_seconds",
+        "run delay of the waits that ended on its CPUs",
+        Histogram,
+    ),
+    fam(
+        "softpart_cgroup_weight",
+        "cpu.weight of a cgroup of the cpu controller",
+        Gauge,
+    ),
+    fam(
+        "softpart_cgroup_cap_cpus",
+        "cpu.max in CPUs (0: no cap)",
+        Gauge,
+    ),
+    fam(
+        "softpart_cgroup_entitled_cpus",
+        "CPUs its contract entitles it to against everyone's load now",
+        Gauge,
+    ),
+    fam(
+        "softpart_cgroup_run_seconds",
+        "CPU time its own tasks ran",
+        Counter,
+    ),
+    fam(
+        "softpart_cgroup_throttled_seconds",
+        "time it spent out of cpu.max budget",
+        Counter,
+    ),
+    fam(
+        "softpart_cgroup_throttles",
+        "times it ran out of cpu.max budget",
+        Counter,
+    ),
+    fam(
+        "softpart_events",
+        "fast-path events (wakeup picks, queueing, steals, ...) by name",
+        Counter,
+    ),
+];
+
+/// Run-delay bucket bounds served, in ns: 10 µs to 10 s.
+const DELAY_BOUNDS_NS: [u64; 13] = [
+    10_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    50_000_000,
+    100_000_000,
+    1_000_000_000,
+    10_000_000_000,
+];
+
+/// Prints what is served, for `--help-stats`.
+pub fn describe(w: &mut impl std::io::Write) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "--metrics ADDR serves (OpenMetrics text at http://ADDR/metrics):"
+    )?;
+    for f in FAMILIES {
+        let suffix = if matches!(f.kind, Counter) {
+            "_total"
+        } else {
+            ""
+        };
+        let kind = match f.kind {
+            Counter => "counter",
+            Gauge => "gauge",
+            _ => "histogram",
+        };
+        writeln!(w, "  {}{suffix} ({kind}): {}", f.name, f.help)?;
+    }
+    Ok(())
+}
+
+/// A scrape's snapshot, encoded family by family.
+#[derive(Debug)]
+struct Scrape(Snapshot);
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn delay_buckets(c: &RawCounters) -> (f64, u64, Vec<(f64, u64)>) {
+    let counts = hist::coarsen(&c.delay_hist, &DELAY_BOUNDS_NS);
+    let mut buckets: Vec<(f64, u64)> = DELAY_BOUNDS_NS
+        .iter()
+        .zip(&counts)
+        .map(|(&b, &n)| (secs(b), n))
+        .collect();
+    buckets.push((f64::INFINITY, counts[DELAY_BOUNDS_NS.len()]));
+    (secs(c.delay_ns), counts.iter().sum(), buckets)
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::result::Result<(), std::fmt::Error> {
+        let s = &self.0;
+        for f in FAMILIES {
+            let mut me = enc.encode_descriptor(f.name, f.help, None, f.kind)?;
+            macro_rules! counter {
+                ($labels:expr, $v:expr) => {
+                    me.encode_family(&$labels)?
+                        .encode_counter::<NoLabelSet, _, u64>(&$v, None)?
+                };
+            }
+            macro_rules! gauge {
+                ($labels:expr, $v:expr) => {
+                    me.encode_family(&$labels)?.encode_gauge(&$v)?
+                };
+            }
+            macro_rules! histogram {
+                ($labels:expr, $c:expr) => {{
+                    let (sum, count, buckets) = delay_buckets($c);
+                    me.encode_family(&$labels)?
+                        .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?
+                }};
+            }
+            match f.name {
+                "softpart_group_info" => {
+                    for (g, (home, soft, _)) in &s.groups {
+                        let home = if home.is_empty() { "-" } else { home.as_str() };
+                        gauge!(
+                            [
+                                ("group", g.as_str()),
+                                ("home", home),
+                                ("softness", soft.as_str())
+                            ],
+                            1i64
+                        );
+                    }
+                }
+                "softpart_group_run_seconds" => {
+                    for (g, (_, _, c)) in &s.groups {
+                        counter!(
+                            [("group", g.as_str()), ("where", "home")],
+                            secs(c.run_home_ns)
+                        );
+                        counter!(
+                            [("group", g.as_str()), ("where", "away")],
+                            secs(c.run_away_ns)
+                        );
+                    }
+                }
+                "softpart_group_locality_ratio" => {
+                    for (g, (home, _, c)) in &s.groups {
+                        let all = c.run_home_ns + c.run_away_ns;
+                        if !home.is_empty() && all > 0 {
+                            gauge!([("group", g.as_str())], c.run_home_ns as f64 / all as f64);
+                        }
+                    }
+                }
+                "softpart_group_spills" => {
+                    for (g, (_, _, c)) in &s.groups {
+                        counter!([("group", g.as_str())], c.spills);
+                    }
+                }
+                "softpart_group_returns" => {
+                    for (g, (_, _, c)) in &s.groups {
+                        counter!([("group", g.as_str())], c.returns);
+                    }
+                }
+                "softpart_group_run_delay_seconds" => {
+                    for (g, (_, _, c)) in &s.groups {
+                        histogram!([("group", g.as_str())], c);
+                    }
+                }
+                "softpart_group_migrations" => {
+                    for (g, (_, _, c)) in &s.groups {
+                        for (d, n) in ["smt", "llc", "node", "xnode"].iter().zip(c.migrations) {
+                            counter!([("group", g.as_str()), ("distance", *d)], n);
+                        }
+                    }
+                }
+                "softpart_group_balancer_moves" => {
+                    for (g, (_, moves)) in &s.balanced {
+                        counter!([("group", g.as_str())], *moves);
+                    }
+                }
+                "softpart_partition_busy_seconds" => {
+                    for (p, (_, _, c)) in &s.parts {
+                        counter!([("partition", p.to_string())], secs(c.busy_ns));
+                    }
+                }
+                "softpart_partition_foreign_seconds" => {
+                    for (p, (_, _, c)) in &s.parts {
+                        counter!([("partition", p.to_string())], secs(c.foreign_ns));
+                    }
+                }
+                "softpart_partition_steals" => {
+                    for (p, (_, _, c)) in &s.parts {
+                        counter!([("partition", p.to_string())], c.steals);
+                    }
+                }
+                "softpart_partition_cpus" => {
+                    for (p, (cpus, nr, _)) in &s.parts {
+                        gauge!(
+                            [("partition", p.to_string()), ("cpus", cpus.clone())],
+                            *nr as i64
+                        );
+                    }
+                }
+                "softpart_partition_run_delay_seconds" => {
+                    for (p, (_, _, c)) in &s.parts {
+                        histogram!([("partition", p.to_string())], c);
+                    }
+                }
+                "softpart_cgroup_weight" => {
+                    for (cg, t) in &s.tenants {
+                        gauge!([("cgroup", cg.as_str())], t.weight as i64);
+                    }
+                }
+                "softpart_cgroup_cap_cpus" => {
+                    for (cg, t) in &s.tenants {
+                        gauge!([("cgroup", cg.as_str())], t.cap.unwrap_or(0.0));
+                    }
+                }
+                "softpart_cgroup_entitled_cpus" => {
+                    for (cg, t) in &s.tenants {
+                        gauge!([("cgroup", cg.as_str())], t.entitled);
+                    }
+                }
+                "softpart_cgroup_run_seconds" => {
+                    for (cg, t) in &s.tenants {
+                        counter!([("cgroup", cg.as_str())], secs(t.run_ns));
+                    }
+                }
+                "softpart_cgroup_throttled_seconds" => {
+                    for (cg, t) in &s.tenants {
+                        counter!([("cgroup", cg.as_str())], secs(t.throttled_ns));
+                    }
+                }
+                "softpart_cgroup_throttles" => {
+                    for (cg, t) in &s.tenants {
+                        counter!([("cgroup", cg.as_str())], t.throttles);
+                    }
+                }
+                "softpart_events" => {
+                    for (name, n) in &s.events {
+                        counter!([("event", *name)], *n);
+                    }
+                }
+                other => unreachable!("family {other} has no encoder"),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The OpenMetrics text of one snapshot.
+pub fn encode(snapshot: Snapshot) -> Result<String> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Scrape(snapshot)));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry)
+        .context("encoding the metrics")?;
+    Ok(out)
+}
+
+/// How the metrics thread asks the main loop for a snapshot.
+pub type SnapshotRequest = SyncSender<Snapshot>;
+
+/// Serves `GET /metrics` on `addr`; each scrape sends a request on the
+/// returned channel and waits (up to 5 s) for the main loop's snapshot.
+pub fn serve(addr: &str) -> Result<Receiver<SnapshotRequest>> {
+    let server =
+        tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
+    let (tx, rx): (Sender<SnapshotRequest>, _) = std::sync::mpsc::channel();
+    info!("metrics at http://{addr}/metrics");
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for req in server.incoming_requests() {
+                let resp = if req.url() != "/metrics" {
+                    tiny_http::Response::from_string("not found: try /metrics\n")
+                        .with_status_code(404)
+                } else {
+                    let (reply, answer) = sync_channel(1);
+                    let text = tx
+                        .send(reply)
+                        .ok()
+                        .and_then(|()| answer.recv_timeout(Duration::from_secs(5)).ok())
+                        .map(encode);
+                    match text {
+                        Some(Ok(t)) => tiny_http::Response::from_string(t).with_header(
+                            "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"
+                                .parse::<tiny_http::Header>()
+                                .expect("a valid header"),
+                        ),
+                        Some(Err(e)) => tiny_http::Response::from_string(format!("{e:#}\n"))
+                            .with_status_code(500),
+                        None => tiny_http::Response::from_string("the scheduler did not answer\n")
+                            .with_status_code(503),
+                    }
+                };
+                if let Err(e) = req.respond(resp) {
+                    warn!("metrics: answering a scrape: {e}");
+                }
+            }
+        })
+        .context("starting the metrics thread")?;
+    Ok(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::RawTenant;
+
+    fn snapshot() -> Snapshot {
+        let mut c = RawCounters {
+            run_home_ns: 3_000_000_000,
+            run_away_ns: 1_000_000_000,
+            spills: 5,
+            delay_ns: 2_000_000,
+            nr_delays: 2,
+            migrations: [1, 2, 3, 4],
+            delay_hist: vec![0; hist::NR_BUCKETS],
+            ..Default::default()
+        };
+        c.delay_hist[hist::bucket(20_000)] += 1;
+        c.delay_hist[hist::bucket(1_900_000)] += 1;
+        let mut s = Snapshot {
+            events: vec![("pick_prev", 7)],
+            ..Default::default()
+        };
+        s.groups
+            .insert("/db".into(), ("0-3".into(), "home-first".into(), c.clone()));
+        s.parts.insert(0, ("0-3".into(), 4, c));
+        s.tenants.insert(
+            "/db".into(),
+            RawTenant {
+                weight: 300,
+                cap: Some(1.5),
+                throttled_ns: 500_000_000,
+                ..Default::default()
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn every_family_is_served_and_described() {
+        let text = encode(snapshot()).unwrap();
+        let mut help = Vec::new();
+        describe(&mut help).unwrap();
+        let help = String::from_utf8(help).unwrap();
+        for f in FAMILIES {
+            assert!(
+                text.contains(&format!("# HELP {} ", f.name)),
+                "{} not served",
+                f.name
+            );
+            assert!(help.contains(f.name), "{} not described", f.name);
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn values_read_as_the_counters_say() {
+        let text = encode(snapshot()).unwrap();
+        for line in [
+            "softpart_group_run_seconds_total{group=\"/db\",where=\"home\"} 3.0",
+            "softpart_group_locality_ratio{group=\"/db\"} 0.75",
+            "softpart_group_spills_total{group=\"/db\"} 5",
+            "softpart_group_migrations_total{group=\"/db\",distance=\"xnode\"} 4",
+            "softpart_group_run_delay_seconds_count{group=\"/db\"} 2",
+            "softpart_group_run_delay_seconds_bucket{le=\"0.00005\",group=\"/db\"} 1",
+            "softpart_group_run_delay_seconds_bucket{le=\"0.0025\",group=\"/db\"} 2",
+            "softpart_group_run_delay_seconds_bucket{le=\"+Inf\",group=\"/db\"} 2",
+            "softpart_cgroup_throttled_seconds_total{cgroup=\"/db\"} 0.5",
+            "softpart_cgroup_weight{cgroup=\"/db\"} 300",
+            "softpart_events_total{event=\"pick_prev\"} 7",
+        ] {
+            assert!(text.contains(line), "no {line:?} in\n{text}");
+        }
+    }
+}
