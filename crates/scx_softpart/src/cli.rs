@@ -58,9 +58,11 @@ pub(crate) struct Opts {
     #[arg(long, default_value = "home-first")]
     pub(crate) softness: Softness,
 
-    /// Config file (TOML; see docs/config.md): homes for cgroups by path or
-    /// glob, cgroups to balance, partitions. Read and checked whole at
-    /// start; rules are matched again as cgroups appear.
+    /// Config file (TOML; every field in config.md, installed in
+    /// share/doc/softpart): homes for cgroups by path or glob, cgroups to
+    /// balance, partitions. Checked whole at start and at each SIGHUP
+    /// (systemctl reload), which applies it whole or keeps the running
+    /// one; rules are matched again as cgroups appear.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 

@@ -50,8 +50,15 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Set (or with --clear remove) the home of running tasks or a cgroup.
+    #[command(
+        override_usage = "softpart prefer (--pid PID[,PID...] | --cgroup PATH) \
+                          (--cpus LIST | --node N | --llc N | --clear) [--softness R]"
+    )]
     Prefer(PreferArgs),
     /// Run a command with a home; its children inherit it, like taskset.
+    #[command(
+        override_usage = "softpart exec (--cpus LIST | --node N | --llc N) [--softness R] -- COMMAND [ARGS...]"
+    )]
     Exec(ExecArgs),
     /// Print a task's allowed CPUs and the home softpart uses for it.
     Show {
