@@ -43,7 +43,7 @@ use softpart_core::softness::{Softness, mean_util, smooth_util};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::mem::MaybeUninit;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -108,7 +108,7 @@ struct CheckedConfig {
 }
 
 impl CheckedConfig {
-    fn new(opts: &Opts, file: &Option<PathBuf>, topo: &Topology) -> Result<CheckedConfig> {
+    fn new(opts: &Opts, file: Option<&Path>, topo: &Topology) -> Result<CheckedConfig> {
         let machine = Machine::from_topology(topo);
         let cfg = match file {
             Some(path) => config::load(path, |spec| machine.resolve(spec))?,
@@ -141,7 +141,7 @@ impl CheckedConfig {
 /// start.
 fn check_config(opts: &Opts, path: &Path) -> Result<()> {
     let topo = read_topology()?;
-    let checked = CheckedConfig::new(opts, &Some(path.to_path_buf()), &topo)?;
+    let checked = CheckedConfig::new(opts, Some(path), &topo)?;
     println!("{}: ok", path.display());
     for r in &checked.homes {
         let soft = r
@@ -176,7 +176,7 @@ impl Session {
             );
         }
         let topo = read_topology()?;
-        let checked = CheckedConfig::new(opts, &opts.config, &topo)?;
+        let checked = CheckedConfig::new(opts, opts.config.as_deref(), &topo)?;
         let restored = match &opts.state_dir {
             None => state::Restored::default(),
             Some(dir) => match state::load(dir, state::task_start_time, state::cgroup_id) {

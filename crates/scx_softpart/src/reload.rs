@@ -64,7 +64,7 @@ impl Scheduler<'_> {
     /// is good. Returns how many cgroups changed.
     fn checked_reload(&mut self) -> Result<usize> {
         let topo = read_topology()?;
-        let checked = CheckedConfig::new(&self.opts, &self.opts.config, &topo)?;
+        let checked = CheckedConfig::new(&self.opts, self.opts.config.as_deref(), &topo)?;
         if checked.explicit_parts != self.explicit_parts {
             bail!(
                 "the partitions (field partitions, or --partitions) differ from the running ones: \

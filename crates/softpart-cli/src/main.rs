@@ -336,10 +336,6 @@ fn main() -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&homes)?);
                 Ok(())
             }
-            Response::Homes { homes } => {
-                print!("{}", list_table(&homes));
-                Ok(())
-            }
             other => report(other),
         },
         Cmd::Exec(a) => {
