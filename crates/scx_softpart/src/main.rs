@@ -19,7 +19,9 @@ mod homes;
 mod load;
 mod machine;
 mod metrics;
+mod notify;
 mod partitions;
+mod pending;
 mod reload;
 mod report;
 mod requests;
@@ -379,6 +381,9 @@ impl<'a> Scheduler<'a> {
                 sched.balance_rules.len()
             );
             sched.scan_cgroups();
+        }
+        if sched.apply_pending() > 0 {
+            sched.save_state();
         }
         Ok(sched)
     }
@@ -803,8 +808,10 @@ fn main() -> Result<()> {
     let mut session = Session::start(&opts)?;
     loop {
         let mut sched = at_top_priority(|| Scheduler::init(&opts, &mut open_object, session))?;
+        notify::ready();
         let uei = sched.run(shutdown.clone(), &reload)?;
         if !uei.should_restart() {
+            notify::stopping();
             break;
         }
         session = sched.into_session();

@@ -50,7 +50,10 @@ impl Scheduler<'_> {
 
     /// Reads the config file again and applies it, or logs why not.
     pub(crate) fn reload(&mut self) {
-        match self.checked_reload() {
+        crate::notify::reloading();
+        let outcome = self.checked_reload();
+        crate::notify::ready();
+        match outcome {
             Ok(changed) => info!(
                 "reload: config applied ({} home rule(s), {} balance rule(s)); {changed} cgroup(s) changed",
                 self.rules.len(),

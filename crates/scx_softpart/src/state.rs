@@ -1,6 +1,6 @@
 //! Homes set at run time (`softpart prefer`, `softpart exec`) kept in
 //! `--state-dir`, so that they outlive a restart of the service (systemd
-//! keeps /run/softpart across a restart with RuntimeDirectoryPreserve).
+//! keeps /run/softpart across a restart and a stop with RuntimeDirectoryPreserve).
 //!
 //! Threads are kept by id and start time: a thread id the kernel has given
 //! to another thread since gets nothing. Cgroups are kept by path. Entries
@@ -53,18 +53,7 @@ pub(crate) struct Restored {
     pub(crate) dropped: usize,
 }
 
-/// A thread's start time, if it exists.
-pub(crate) fn task_start_time(tid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
-    start_time_of(&stat)
-}
-
-/// Field 22 of a /proc/TID/stat line; the command name (field 2) may hold
-/// spaces and parentheses, so the count starts after its last ')'.
-fn start_time_of(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
+pub(crate) use softpart_core::pending::task_start_time;
 
 fn softness_text(s: Option<Softness>) -> Option<String> {
     s.map(|s| s.to_string())
@@ -166,16 +155,6 @@ mod tests {
 
     fn home(label: &str, cpus: &str, softness: Option<&str>) -> Home {
         home_of(label.to_string(), cpus, &softness.map(str::to_string)).unwrap()
-    }
-
-    #[test]
-    fn start_time_survives_odd_command_names() {
-        let stat = "42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
-        assert_eq!(start_time_of(stat), Some(98765));
-        assert_eq!(start_time_of("42 (x) S 1"), None);
-        assert_eq!(start_time_of(""), None);
-        let own = task_start_time(std::process::id()).unwrap();
-        assert!(own > 0);
     }
 
     #[test]

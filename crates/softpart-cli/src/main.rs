@@ -9,10 +9,11 @@ use softpart_core::control::{
     DEFAULT_SOCKET, HomeSpec, HomeView, Request, Response, StatView, Target,
 };
 use softpart_core::cpulist;
+use softpart_core::pending::{self, Pending};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Shown after the options, one command per line (a doc comment's lines
 /// would be joined into one paragraph).
@@ -204,6 +205,20 @@ fn report(resp: Response) -> Result<()> {
     }
 }
 
+/// Leaves `req` for the scheduler to apply when it attaches; returns the
+/// file it went to.
+fn leave_pending(socket: &Path, pid: u32, req: Request) -> Result<PathBuf> {
+    let start_time = pending::task_start_time(pid).context("reading this process's start time")?;
+    let file = pending::file(socket, pid);
+    let text = serde_json::to_string(&Pending {
+        pid,
+        start_time,
+        request: req,
+    })?;
+    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+    Ok(file)
+}
+
 /// `softpart list`'s table: one home a line.
 fn list_table(homes: &[HomeView]) -> String {
     use std::fmt::Write as _;
@@ -348,19 +363,24 @@ fn main() -> Result<()> {
             };
             // Quiet on success: the command's own output follows. A
             // scheduler that is down does not stop the command (a service
-            // started with exec must not fail with the scheduler); one
-            // that refuses the home does.
-            match call(&cli.socket, &req) {
+            // started with exec must not fail with the scheduler): the
+            // request waits beside the socket for it. One that refuses the
+            // home does.
+            let down = match call(&cli.socket, &req) {
                 Ok(Response::Error { message }) => bail!("{message}"),
-                Ok(Response::Unavailable { message }) => eprintln!(
-                    "softpart: warning: {message}; running {:?} without a home",
+                Ok(Response::Unavailable { message }) => Some(message),
+                Ok(_) => None,
+                Err(e) => Some(format!("{e:#}")),
+            };
+            if let Some(why) = down {
+                let later = match leave_pending(&cli.socket, me, req) {
+                    Ok(file) => format!("the home applies when it starts ({})", file.display()),
+                    Err(e) => format!("the home is not kept: {e:#}"),
+                };
+                eprintln!(
+                    "softpart: warning: {why}; running {:?} without a home for now; {later}",
                     a.command[0]
-                ),
-                Ok(_) => {}
-                Err(e) => eprintln!(
-                    "softpart: warning: {e:#}; running {:?} without a home",
-                    a.command[0]
-                ),
+                );
             }
             let err = std::process::Command::new(&a.command[0])
                 .args(&a.command[1..])

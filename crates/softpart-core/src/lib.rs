@@ -9,6 +9,7 @@ pub mod events;
 pub mod hist;
 pub mod overfull;
 pub mod partition;
+pub mod pending;
 pub mod placement;
 pub mod shares;
 pub mod softness;
