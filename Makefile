@@ -96,7 +96,10 @@ lint: setup
 unit: setup
 	$(ENV) cargo test --release --workspace --locked
 
+# The bench's guest tests, then the service as an operator installs it
+# on Debian with systemd (scripts/systemd-test.sh).
 guest-test: build
 	$(ENV) target/release/softpart-bench test
+	bash scripts/systemd-test.sh
 
 test: lint unit guest-test

@@ -17,11 +17,9 @@ if [ -f "$dest/vmlinuz" ] && [ -f "$dest/config" ]; then
   exit 0
 fi
 
-# Same mirror the host already uses, so no new host is contacted.
-uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null \
-  | sed -nE 's/^(URIs:[[:space:]]*|deb[[:space:]]+(\[[^]]*\][[:space:]]+)?)(https?:[^[:space:]]+).*/\3/p' \
-  | grep -E '/debian/?$' | head -1 || true)
-uri=${uri:-http://deb.debian.org/debian}
+# shellcheck source=scripts/debian-mirror.sh
+. "$here/scripts/debian-mirror.sh"
+uri=$(debian_mirror)
 
 work="$cache/apt-backports"
 mkdir -p "$work/lists/partial" "$work/archives/partial" "$dest"

@@ -1,0 +1,136 @@
+#!/bin/bash
+# Runs inside the systemd guest (scripts/systemd-test.sh boots it: Debian
+# trixie, systemd as PID 1, PostgreSQL from Debian's packages, softpart
+# from `make install`; 2 NUMA nodes of 2 CPUs, node 0 = CPUs 0-1). Does
+# what an operator does, in order, and reports each check as a TAP line on
+# the second serial port; evidence lines start with '#'.
+exec >/dev/ttyS1 2>&1
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:$PATH
+
+PG_UNIT=postgresql@17-main.service
+PG_CG=/system.slice/system-postgresql.slice/$PG_UNIT
+METRICS=http://127.0.0.1:9187/metrics
+CHECKS=17
+echo "1..$CHECKS"
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+check() { # check DESCRIPTION COMMAND...
+  local what=$1; shift
+  if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+show() { sed 's/^/#   /' "$@"; }
+# Waits up to $1 tenths of a second for the command after it to succeed.
+wait_for() {
+  local left=$1; shift
+  until "$@"; do
+    [ "$left" -le 0 ] && return 1
+    sleep 0.1; left=$((left - 1))
+  done
+}
+sched_state() { cat /sys/kernel/sched_ext/state; }
+listed() { softpart list > /tmp/list 2>&1 && grep -Eq "$1" /tmp/list; }
+
+wait_for 1800 systemctl is-active -q "$PG_UNIT"
+check "PostgreSQL's cluster unit $PG_UNIT is active" systemctl is-active -q "$PG_UNIT"
+
+# 1. README's quick start, verbatim (the host cut it from README.md).
+show /root/quickstart.sh
+bash -e /root/quickstart.sh > /tmp/quickstart.out 2>&1
+rc=$?
+show /tmp/quickstart.out
+check "README's quick start runs as written (exit $rc)" [ "$rc" = 0 ]
+check "softpart.service is active and sched_ext is $(sched_state)" \
+  bash -c 'systemctl is-active -q softpart && grep -qx enabled /sys/kernel/sched_ext/state'
+check "softpart list shows PostgreSQL's unit homed on node 0 (CPUs 0-1) by the config rule" \
+  grep -Eq "^cgroup +$PG_CG +CPUs 0-1 +\(config rule " /tmp/quickstart.out
+
+# 2. A reload: a new rule applies; a broken file is refused, the running
+# config stays.
+cp /etc/softpart/softpart.toml /tmp/quickstart.toml
+sed -i 's/^node = 0$/node = 1/' /etc/softpart/softpart.toml
+systemctl reload softpart
+wait_for 100 listed "^cgroup +$PG_CG +CPUs 2-3 "
+show /tmp/list
+check "after an edit and systemctl reload, PostgreSQL's home is node 1 (CPUs 2-3)" \
+  grep -Eq "^cgroup +$PG_CG +CPUs 2-3 " /tmp/list
+sed -i 's/^node = 1$/node = 7/' /etc/softpart/softpart.toml
+systemctl reload softpart
+wait_for 100 bash -c 'journalctl -u softpart --no-pager | grep -q "reload refused"'
+journalctl -u softpart --no-pager | grep "reload refused" | show
+softpart list > /tmp/list 2>&1
+check "a broken file is refused with the reason in the journal, the running home stays" \
+  bash -c "journalctl -u softpart --no-pager | grep -q 'reload refused.*node' && grep -Eq '^cgroup +$PG_CG +CPUs 2-3 ' /tmp/list && systemctl is-active -q softpart"
+cp /tmp/quickstart.toml /etc/softpart/softpart.toml
+systemctl reload softpart
+wait_for 100 listed "^cgroup +$PG_CG +CPUs 0-1 "
+
+# 3. A home given at run time outlives a restart; metrics on for what
+# follows.
+systemd-run --quiet --unit=napper sleep infinity
+wait_for 100 bash -c '[ "$(systemctl show -P MainPID napper)" != 0 ]'
+napper=$(systemctl show -P MainPID napper)
+softpart prefer --pid "$napper" --cpus 1 | show
+echo 'SOFTPART_ARGS="--metrics 127.0.0.1:9187"' > /etc/default/softpart
+systemctl restart softpart
+softpart list > /tmp/list 2>&1
+show /tmp/list
+check "after systemctl restart, the thread homed with softpart prefer still has CPUs 1" \
+  grep -Eq "^threads .*[ ,]$napper[ ,].*CPUs 1 " /tmp/list
+check "after the restart, PostgreSQL's rule applies again" \
+  grep -Eq "^cgroup +$PG_CG +CPUs 0-1 " /tmp/list
+
+# 4. PostgreSQL under pgbench: where its backends ran, and two scrapes.
+sudo -u postgres createdb bench && sudo -u postgres pgbench -q -i -s 1 bench > /tmp/pgbench-init.out 2>&1
+# softpart-observe (the project's scheduler-independent observer) measures
+# where PostgreSQL's processes ran while pgbench drives them.
+(sleep 4; curl -sf "$METRICS" > /tmp/m1) &
+softpart-observe --json --prefix /system.slice/system-postgresql.slice -- \
+  sh -c 'sudo -u postgres pgbench -c 2 -j 1 -T 24 bench > /tmp/pgbench.out 2>&1' > /tmp/observed.json
+echo "# softpart-observe's groups: $(jq -c '.groups | keys' /tmp/observed.json)"
+curl -sf "$METRICS" > /tmp/m2
+grep -E "^(tps|number of transactions)" /tmp/pgbench.out | show
+nodes=$(jq -r --arg g "$PG_CG" '.groups[$g].node_cpu_s | map(tostring) | join(" ")' /tmp/observed.json)
+read -r node0 node1 <<< "$nodes"
+echo "# softpart-observe: PostgreSQL's CPU seconds on node 0 and node 1: ${node0:-?} ${node1:-?}"
+check "under pgbench, PostgreSQL's processes took at least 90% of their CPU time on node 0 (${node0:-?} s of ${node0:-?} + ${node1:-?} s)" \
+  awk -v a="${node0:-x}" -v b="${node1:-x}" 'BEGIN { exit !(a ~ /^[0-9.e+-]+$/ && b ~ /^[0-9.e+-]+$/ && a + b >= 2 && a >= 0.9 * (a + b)) }'
+sel="group=\"$PG_CG\""
+grep -F "softpart_group_run_seconds_total{$sel," /tmp/m1 /tmp/m2 | show
+grep -F "softpart_group_locality_ratio{$sel}" /tmp/m2 | show
+value() { grep -F "$1" "$2" | awk '{print $2}'; }
+h1=$(value "softpart_group_run_seconds_total{$sel,where=\"home\"}" /tmp/m1)
+h2=$(value "softpart_group_run_seconds_total{$sel,where=\"home\"}" /tmp/m2)
+loc=$(value "softpart_group_locality_ratio{$sel}" /tmp/m2)
+check "PostgreSQL's CPU time at home rose between the scrapes ($h1 s, then $h2 s)" \
+  awk -v a="${h1:-x}" -v b="${h2:-x}" 'BEGIN { exit !(a ~ /^[0-9.e+-]+$/ && b ~ /^[0-9.e+-]+$/ && b > a) }'
+check "PostgreSQL's locality in the metrics is at least 90% ($loc)" \
+  awk -v l="${loc:-x}" 'BEGIN { exit !(l ~ /^[0-9.e+-]+$/ && l >= 0.9) }'
+scx_softpart --help-stats | sed -n 's/^  \(softpart_[a-z_]*\) .*/\1/p' | sed 's/_total$//' | sort > /tmp/described
+sed -n 's/^# HELP \(softpart_[a-z_]*\) .*/\1/p' /tmp/m2 | sort > /tmp/served
+echo "# metric families served: $(wc -l < /tmp/served), described by --help-stats: $(wc -l < /tmp/described)"
+check "the families served are the ones --help-stats describes" \
+  bash -c '[ -s /tmp/served ] && diff /tmp/described /tmp/served'
+
+# 5. softpart exec while the scheduler is down: the command runs, with a
+# warning, and the home applies when the service comes up.
+systemctl stop softpart
+echo "# after systemctl stop: sched_ext $(sched_state)"
+check "after systemctl stop, sched_ext is disabled" grep -qx disabled /sys/kernel/sched_ext/state
+check "PostgreSQL still answers" \
+  bash -c "sudo -u postgres psql -tAc 'select 1' bench | grep -qx 1"
+softpart exec --node 1 -- sleep infinity > /tmp/exec.out 2>&1 &
+late=$!
+sleep 1
+show /tmp/exec.out
+check "softpart exec ran its command with a warning while the scheduler was down" \
+  bash -c "kill -0 $late && grep -qi warn /tmp/exec.out"
+systemctl start softpart
+softpart list > /tmp/list 2>&1
+show /tmp/list
+check "once the service is up again, the thread softpart exec started is homed on node 1 (CPUs 2-3)" \
+  grep -Eq "^threads .*[ ,]$late[ ,].*CPUs 2-3 " /tmp/list
+kill "$late"
+check "all $CHECKS checks ran" [ "$n" = $((CHECKS - 1)) ]
+echo "# done"
