@@ -24,14 +24,15 @@ host-build:
 	bash scripts/setup.sh --host
 	$(ENV) cargo build --release --locked -p scx_softpart -p softpart-cli
 
-# The binaries, the systemd unit, the example config (also as
+# The binaries, their man pages, the systemd unit, the example config (also as
 # /etc/softpart/softpart.toml unless one is there). Run `make host-build`
 # (or `make build`) first, as yourself; install as root.
 install:
-	@test -x target/release/scx_softpart -a -x target/release/softpart || \
+	@test -x target/release/scx_softpart -a -x target/release/softpart -a -x target/release/softpart-mangen || \
 	  { echo "install: no binaries in target/release: run make host-build first" >&2; exit 1; }
 	install -D -m 755 target/release/scx_softpart $(DESTDIR)$(SBINDIR)/scx_softpart
 	install -D -m 755 target/release/softpart $(DESTDIR)$(BINDIR)/softpart
+	target/release/softpart-mangen $(DESTDIR)$(PREFIX)/share/man
 	install -d $(DESTDIR)$(UNITDIR)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@DOCDIR@|$(PREFIX)/share/doc/softpart|g' \
 	  packaging/softpart.service.in > $(DESTDIR)$(UNITDIR)/softpart.service

@@ -3,146 +3,18 @@
 //! permissions (as sched_setaffinity does) and validates the whole request
 //! before applying any of it.
 
+mod cli;
+
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
-use softpart_core::control::{
-    DEFAULT_SOCKET, HomeSpec, HomeView, Request, Response, StatView, Target,
-};
+use clap::Parser;
+use cli::{Cli, Cmd};
+use softpart_core::control::{HomeSpec, HomeView, Request, Response, StatView, Target};
 use softpart_core::cpulist;
 use softpart_core::pending::{self, Pending};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-
-/// Shown after the options, one command per line (a doc comment's lines
-/// would be joined into one paragraph).
-const EXAMPLES: &str = "\
-Examples:
-  softpart prefer --pid 4242 --cpus 0-15
-  softpart prefer --cgroup /sys/fs/cgroup/db1.slice --node 0
-  softpart prefer --cgroup /db2.slice --node 1 --softness 5:4
-  softpart exec --node 1 -- pg_ctl start -D /srv/db2
-  softpart show --pid 4242
-  softpart list
-  softpart prefer --pid 4242 --clear
-  softpart stat";
-
-/// Give tasks and cgroups a soft home under scx_softpart.
-///
-/// A home is where a task prefers to run: it keeps to it while the home has
-/// an idle CPU and bursts to idle CPUs elsewhere when it has none. Its
-/// allowed CPUs (taskset, cpuset) are never widened.
-#[derive(Debug, Parser)]
-#[command(
-    name = "softpart",
-    version = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("SOFTPART_GIT_REV"), ")"),
-    after_help = EXAMPLES
-)]
-struct Cli {
-    /// scx_softpart's control socket.
-    #[arg(long, env = "SOFTPART_SOCKET", default_value = DEFAULT_SOCKET, global = true)]
-    socket: PathBuf,
-
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(Debug, Subcommand)]
-enum Cmd {
-    /// Set (or with --clear remove) the home of running tasks or a cgroup.
-    #[command(
-        override_usage = "softpart prefer (--pid PID[,PID...] | --cgroup PATH) \
-                          (--cpus LIST | --node N | --llc N | --clear) [--softness R]"
-    )]
-    Prefer(PreferArgs),
-    /// Run a command with a home; its children inherit it, like taskset.
-    #[command(
-        override_usage = "softpart exec (--cpus LIST | --node N | --llc N) [--softness R] -- COMMAND [ARGS...]"
-    )]
-    Exec(ExecArgs),
-    /// Print a task's allowed CPUs and the home softpart uses for it.
-    Show {
-        #[arg(long)]
-        pid: u32,
-    },
-    /// Print the group balancer's table: per balanced group, one line per
-    /// partition "PART-N CPUS GROUP-LOAD PARTITION-LOAD", a star on the
-    /// group's home; loads in CPUs' worth. Then the
-    /// partitions whose groups' demand over-fills them (their waiting
-    /// tasks are stolen by idle CPUs elsewhere without the steal wait).
-    Stat {
-        /// JSON instead of the table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Print every home in effect: cgroups, then threads given one
-    /// together, each with its CPUs and where it comes from (a config rule,
-    /// the balancer, softpart prefer or exec).
-    List {
-        /// JSON instead of the table.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Debug, Args)]
-#[group(required = true, multiple = false, id = "home")]
-struct HomeArgs {
-    /// CPU list, e.g. 0-15 or 0-3,8-11.
-    #[arg(long, group = "home")]
-    cpus: Option<String>,
-    /// A NUMA node's CPUs.
-    #[arg(long, group = "home")]
-    node: Option<u32>,
-    /// A last-level cache's CPUs (LLCs numbered from 0 in CPU order).
-    #[arg(long, group = "home")]
-    llc: Option<u32>,
-}
-
-#[derive(Debug, Args)]
-struct PreferArgs {
-    /// Process or thread ids, comma-separated.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        required_unless_present = "cgroup",
-        conflicts_with = "cgroup"
-    )]
-    pid: Vec<u32>,
-    /// A cgroup v2 directory (its descendants inherit).
-    #[arg(long)]
-    cgroup: Option<String>,
-    /// CPU list, e.g. 0-15 or 0-3,8-11.
-    #[arg(long, conflicts_with_all = ["node", "llc", "clear"])]
-    cpus: Option<String>,
-    /// A NUMA node's CPUs.
-    #[arg(long, conflicts_with_all = ["llc", "clear"])]
-    node: Option<u32>,
-    /// A last-level cache's CPUs (LLCs numbered from 0 in CPU order).
-    #[arg(long, conflicts_with = "clear")]
-    llc: Option<u32>,
-    /// This group's softness: "home-first", or ALLOWED:PREFERRED (e.g.
-    /// 100:1, 5:4) to search all allowed CPUs first once the home is that
-    /// much busier per CPU than the machine. Default: the scheduler's.
-    #[arg(long, conflicts_with = "clear")]
-    softness: Option<String>,
-    /// Remove the home instead (tasks fall back to their cgroup's).
-    #[arg(long)]
-    clear: bool,
-}
-
-#[derive(Debug, Args)]
-struct ExecArgs {
-    #[command(flatten)]
-    home: HomeArgs,
-    /// The group's softness (see `softpart prefer --help`).
-    #[arg(long)]
-    softness: Option<String>,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    command: Vec<String>,
-}
 
 fn home_spec(cpus: Option<String>, node: Option<u32>, llc: Option<u32>) -> Result<HomeSpec> {
     match (cpus, node, llc) {
@@ -393,6 +265,7 @@ fn main() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::EXAMPLES;
     use clap::CommandFactory;
 
     #[test]
