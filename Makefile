@@ -45,8 +45,11 @@ install:
 build: setup
 	$(ENV) cargo build --release --workspace --locked
 
+# The summary on the terminal; every table in results/two-instances.txt,
+# the figures in results/two-instances.svg.
 demo: build
 	$(ENV) target/release/softpart-bench run scenarios/two-instances.toml
+	$(ENV) target/release/softpart-bench plot results/two-instances.json
 
 # The soft-affinity and balancer experiment matrices and the side experiments (about 4 hours under TCG): results/experiments/.
 experiments: build

@@ -9,8 +9,10 @@ mod freeze;
 mod guest;
 mod phase;
 mod plan;
+mod plot;
 mod reaction;
 mod scenario;
+mod summary;
 mod table;
 mod watchdog;
 
@@ -37,15 +39,27 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Run scenario files and print one table per figure.
+    /// Run scenario files, print a summary per scenario (--full: one
+    /// table per figure) and write the results and every table.
     Run(RunOpts),
     /// Run the guest tests (scheduler health, observer validation) and
     /// print one line per test and a "N passed, N failed" summary.
     Test(TestOpts),
-    /// Print the tables of a results file written by `run`.
+    /// Print the summary of a results file written by `run` (with
+    /// --full, every table).
     Report {
         /// results/<scenario>.json
         results: PathBuf,
+        /// Every figure's table instead of the summary.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Draw a results file's summary figures against load (SVG, written
+    /// beside it as <scenario>.svg).
+    Plot {
+        /// results/<scenario>.json, one or more.
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
     },
     /// A workload: spinning threads in a homed group measure how fast it
     /// spills when the home saturates and returns when load drops (run as
@@ -95,6 +109,10 @@ struct RunOpts {
     /// Where to write the JSON results and tables.
     #[arg(long, default_value = "results")]
     out: PathBuf,
+    /// Print every figure's table instead of the summary (the tables are
+    /// written to <scenario>.txt either way).
+    #[arg(long)]
+    full: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -115,7 +133,14 @@ fn main() -> Result<()> {
         Cmd::Agent { plan } => agent::main(&plan),
         Cmd::Run(o) => run(o),
         Cmd::Test(o) => checks::run_guest_tests(&o.out, &o.only),
-        Cmd::Report { results } => report(&results),
+        Cmd::Report { results, full } => report(&results, full),
+        Cmd::Plot { results } => {
+            for path in &results {
+                let svg = plot_file(path)?;
+                eprintln!("softpart-bench: wrote {}", svg.display());
+            }
+            Ok(())
+        }
         Cmd::Reaction(o) => reaction::main(o),
         Cmd::Phase(o) => phase::main(o),
     }
@@ -385,7 +410,8 @@ struct SavedResults {
     header: Option<String>,
 }
 
-fn report(path: &Path) -> Result<()> {
+/// A results file as `run` wrote it, with its cells and header.
+fn load_results(path: &Path) -> Result<(SavedResults, Vec<table::Cell>, String)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let saved: SavedResults =
@@ -396,9 +422,29 @@ fn report(path: &Path) -> Result<()> {
     let reps = saved.runs.iter().map(|r| r.rep + 1).max().unwrap_or(0);
     let header = saved
         .header
+        .clone()
         .unwrap_or_else(|| header(sc, saved.guest.as_ref(), reps));
-    print!("{}", table::render(sc, &saved.policies, &cells, &header));
+    Ok((saved, cells, header))
+}
+
+fn report(path: &Path, full: bool) -> Result<()> {
+    let (saved, cells, header) = load_results(path)?;
+    let sc = &saved.scenario;
+    if full {
+        print!("{}", table::render(sc, &saved.policies, &cells, &header));
+    } else {
+        print!("{}", summary::render(sc, &saved.policies, &cells, &header));
+    }
     Ok(())
+}
+
+/// Writes <results>.svg beside a results file; returns its path.
+fn plot_file(path: &Path) -> Result<PathBuf> {
+    let (saved, cells, header) = load_results(path)?;
+    let svg = plot::svg(&saved.scenario, &saved.policies, &cells, &header)?;
+    let out = path.with_extension("svg");
+    std::fs::write(&out, svg).with_context(|| format!("writing {}", out.display()))?;
+    Ok(out)
 }
 
 /// One guest boot per topology, kernel and guest kernel parameters, in
@@ -480,7 +526,11 @@ fn run(o: RunOpts) -> Result<()> {
             let cells = table::cells(&runs, sc, &sc.topo()?, &labels)?;
             let head = header(sc, gr.info.as_ref(), ps.reps);
             let text = table::render(sc, &labels, &cells, &head);
-            println!("{text}");
+            if o.full {
+                println!("{text}");
+            } else {
+                println!("{}", summary::render(sc, &labels, &cells, &head));
+            }
             let stem = o.out.join(&sc.name);
             std::fs::write(stem.with_extension("txt"), &text)?;
             let json = serde_json::json!({

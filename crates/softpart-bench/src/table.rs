@@ -599,13 +599,14 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
     out
 }
 
+/// Runs and a scenario for the tests of the modules that read runs.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
     use crate::plan::GroupResult;
     use softpart_observer::counters::{CpuCounters, GroupCounters};
 
-    fn scenario() -> Scenario {
+    pub(crate) fn scenario() -> Scenario {
         let sc: Scenario = toml::from_str(
             r#"
 name = "t"
@@ -626,7 +627,9 @@ command = "y"
         sc
     }
 
-    fn run(policy: &str, a_cpu: [u64; 8], xnode: u64) -> RunResult {
+    /// A run of scenario()'s: group a (homed on node 0) with this CPU
+    /// time per CPU and cross-node migrations, group b busy on CPU 7.
+    pub(crate) fn run(policy: &str, a_cpu: [u64; 8], xnode: u64) -> RunResult {
         let mut groups = BTreeMap::new();
         let mut hist = vec![0; hist::NR_BUCKETS];
         hist[hist::bucket(10_000)] = 100;
@@ -687,6 +690,12 @@ command = "y"
             select_cpu: None,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{run, scenario};
+    use super::*;
 
     /// Group a's run delay: `waits` of (length in ns, how many, of which
     /// ended on a CPU leaving idle), replacing run()'s.
