@@ -47,6 +47,8 @@ pub(crate) enum Cmd {
     )]
     Prefer(PreferArgs),
     /// Run a command with a home; its children inherit it, like taskset.
+    /// With the scheduler down the command runs anyway, with a warning,
+    /// and the home applies when the scheduler starts.
     #[command(
         override_usage = "softpart exec (--cpus LIST | --node N | --llc N) [--softness R] -- COMMAND [ARGS...]"
     )]
