@@ -533,6 +533,9 @@ fn run_once(
             .iter()
             .map(|w| read_percpu(&w.acct.join("cpuacct.usage_percpu")))
             .collect::<Result<_>>()?;
+        let window_probe = sc
+            .window_probe()
+            .map(|cmd| std::thread::spawn(move || run_probe(&cmd)));
         let s0 = obs.snapshot_of(&cgids)?;
         std::thread::sleep(Duration::from_secs_f64(sc.duration_s));
         let s1 = obs.snapshot_of(&cgids)?;
@@ -548,7 +551,14 @@ fn run_once(
         let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let window = s1.since(&s0);
 
-        let mut probes: Vec<_> = sc.probe_commands().iter().map(|p| run_probe(p)).collect();
+        let mut probes: Vec<_> = window_probe
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| (String::new(), -1, "window probe panicked".into()))
+            })
+            .collect();
+        probes.extend(sc.probe_commands().iter().map(|p| run_probe(p)));
         if sc.balancer_moves
             && let Some(v) = balancer_moves::stat()
         {

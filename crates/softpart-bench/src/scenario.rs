@@ -452,28 +452,35 @@ impl Scenario {
             .any(|g| g.weight.is_some() || g.max.is_some() || g.parent.is_some() || g.idle)
     }
 
-    /// The shell commands run after each window: `probes`, then one that
-    /// reads `scheduler_rates` from `scx_softpart --monitor` (its second
-    /// report covers the 3 s after the first).
+    /// The shell commands run after each window (`probes`).
     pub fn probe_commands(&self) -> Vec<String> {
-        let mut cmds = self.probes.clone();
-        if !self.scheduler_rates.is_empty() {
-            let prints: Vec<String> = self
-                .scheduler_rates
-                .iter()
-                .map(|(figure, event)| {
-                    format!("printf \"figure {figure}_per_s %.1f\\n\", v[\"{event}\"] / t")
-                })
-                .collect();
-            cmds.push(format!(
-                "timeout 5 scx_softpart --monitor 3 2>/dev/null | awk '/^\\[softpart\\]/ {{ n++; t = $2 + 0 }} \
-                 n == 2 && /^  events:/ {{ sub(/^  events: /, \"\"); k = split($0, a, \", \"); \
-                 for (i = 1; i <= k; i++) {{ split(a[i], b, \" \"); v[b[1]] = b[2] }} }} \
-                 END {{ if (n >= 2 && t > 0) {{ {} }} }}'",
-                prints.join("; ")
-            ));
+        self.probes.clone()
+    }
+
+    /// The command run alongside each window, if `scheduler_rates` asks
+    /// for any: `scx_softpart --monitor` with the window's length as its
+    /// interval, started as the window begins, so that its second report
+    /// covers the window itself.
+    pub fn window_probe(&self) -> Option<String> {
+        if self.scheduler_rates.is_empty() {
+            return None;
         }
-        cmds
+        let prints: Vec<String> = self
+            .scheduler_rates
+            .iter()
+            .map(|(figure, event)| {
+                format!("printf \"figure {figure}_per_s %.1f\\n\", v[\"{event}\"] / t")
+            })
+            .collect();
+        Some(format!(
+            "timeout {} scx_softpart --monitor {} 2>/dev/null | awk '/^\\[softpart\\]/ {{ n++; t = $2 + 0 }} \
+             n == 2 && /^  events:/ {{ sub(/^  events: /, \"\"); k = split($0, a, \", \"); \
+             for (i = 1; i <= k; i++) {{ split(a[i], b, \" \"); v[b[1]] = b[2] }} }} \
+             END {{ if (n >= 2 && t > 0) {{ {} }} }}'",
+            self.duration_s.ceil() as u64 + 5,
+            self.duration_s,
+            prints.join("; ")
+        ))
     }
 
     /// The CPUs of a group's home, if it has one.
@@ -553,7 +560,7 @@ home = { cpus = "4-7" }
     /// Runs the awk part of the generated rate probe on a captured
     /// `scx_softpart --monitor` output (the scheduler is not run).
     fn rates_from(sc: &Scenario, monitor: &str) -> String {
-        let cmd = sc.probe_commands().pop().unwrap();
+        let cmd = sc.window_probe().unwrap();
         let (_, awk) = cmd.split_once("2>/dev/null | ").unwrap();
         let out = std::process::Command::new("sh")
             .arg("-c")
@@ -638,7 +645,8 @@ home = { cpus = "4-7" }
             1,
         );
         let sc = parse(&text).unwrap();
-        assert_eq!(sc.probe_commands().len(), 1);
+        assert!(sc.probe_commands().is_empty());
+        assert!(sc.window_probe().unwrap().contains("--monitor "));
         // The first report covers the time since the scheduler started;
         // only the second one (3 s) counts. An event with no count is 0.
         let monitor = "[softpart] 12.00s  wakeups: home 1 away 2\n  events: dispatch_steal 999, return_idle 5\n\
@@ -674,6 +682,7 @@ home = { cpus = "4-7" }
         let e = format!("{:#}", parse(&bad).unwrap_err());
         assert!(e.contains("Steals/s"), "{e}");
         assert!(parse(GOOD).unwrap().probe_commands().is_empty());
+        assert!(parse(GOOD).unwrap().window_probe().is_none());
     }
 
     #[test]
