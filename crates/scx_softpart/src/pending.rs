@@ -6,7 +6,7 @@
 use crate::Scheduler;
 use crate::control::Peer;
 use log::{info, warn};
-use softpart_core::control::{Request, Response};
+use softpart_core::control::{Request, Response, Target};
 use softpart_core::pending::{self, Pending};
 use std::os::unix::fs::MetadataExt;
 
@@ -45,8 +45,15 @@ impl Scheduler<'_> {
                 info!("pending request for pid {}: the process is gone", p.pid);
                 continue;
             }
-            if !matches!(p.request, Request::Prefer { .. }) {
-                warn!("pending request for pid {}: only a home is kept", p.pid);
+            // What `softpart exec` leaves: a home for its own process, and
+            // nothing else (a file naming other targets is not one of its).
+            let own = matches!(&p.request,
+                Request::Prefer { target: Target::Pids(pids), .. } if pids.as_slice() == [p.pid]);
+            if !own {
+                warn!(
+                    "pending request for pid {}: only a home for that process is kept",
+                    p.pid
+                );
                 continue;
             }
             let peer = Peer {
