@@ -19,6 +19,8 @@
 	SP_EVENT(PICK_SIBLING, "wakeups onto prev's idle SMT sibling at home") \
 	SP_EVENT(PICK_CPU_HOME, "wakeups onto an idle CPU at home") \
 	SP_EVENT(PICK_PREV_AWAY, "wakeups onto prev, idle, away from home") \
+	SP_EVENT(PICK_ROOM_LASTED, "wakeups of a task away from home onto a home CPU idle for a while") \
+	SP_EVENT(PICK_STAY_AWAY, "wakeups of a task away from home onto an idle CPU of the partition it runs in") \
 	SP_EVENT(PICK_NEAR, "wakeups onto an idle CPU of the home's node(s)") \
 	SP_EVENT(PICK_CORE_ANY, "wakeups onto an idle whole core elsewhere") \
 	SP_EVENT(PICK_CPU_ANY, "wakeups onto an idle CPU elsewhere") \
@@ -27,6 +29,7 @@
 	SP_EVENT(STALE_DIRECT_DISPATCH, "wakeups that found a direct dispatch the kernel left on the task, placed without one") \
 	SP_EVENT(ENQUEUE, "tasks queued on a partition queue") \
 	SP_EVENT(ENQUEUE_IDLE, "tasks queued with room at home, sent to the idle CPU instead") \
+	SP_EVENT(QUEUE_AWAY, "tasks away from home queued in the partition they run in, no owner waiting there") \
 	SP_EVENT(KICK, "idle CPUs kicked to take queued work") \
 	SP_EVENT(DISPATCH_OWN, "CPUs that took work from their own partition") \
 	SP_EVENT(DISPATCH_STEAL, "idle CPUs that took work from another partition (steals)") \
@@ -53,10 +56,12 @@
 	SP_EVENT(XNODE_WAKE_HOME, "cross-node moves: wakeup onto an idle CPU at home") \
 	SP_EVENT(XNODE_WAKE_AWAY, "cross-node moves: wakeup onto an idle CPU away from home (spill)") \
 	SP_EVENT(XNODE_EVICT, "cross-node moves: onto a home CPU taken back from a visitor") \
-	SP_EVENT(XNODE_RETURN, "cross-node moves: sent home to an idle CPU there") \
+	SP_EVENT(XNODE_RETURN, "cross-node moves: sent home to an idle CPU there at a wakeup") \
+	SP_EVENT(XNODE_RETURN_SLICE, "cross-node moves: sent home to an idle CPU there at a slice end") \
 	SP_EVENT(XNODE_ENQUEUE_IDLE, "cross-node moves: sent to an idle CPU of its queue's partition") \
 	SP_EVENT(XNODE_QUEUE_OWN, "cross-node moves: queued, taken by a CPU of that queue's partition") \
 	SP_EVENT(XNODE_QUEUE_STEAL, "cross-node moves: queued, taken by another partition's CPU") \
+	SP_EVENT(XNODE_REHOME, "cross-node moves: its home moved (the balancer, a new home)") \
 	SP_EVENT(XNODE_OTHER, "cross-node moves: anything else (a first run)") \
 	SP_EVENT(SPILL_CLAIMED, "diag: spills while a home CPU was handed a task it did not run yet") \
 	SP_EVENT(PUT_BACK_SAME, "diag: held put-backs that ran next on the CPU they were held for") \

@@ -80,6 +80,10 @@ pub(crate) fn group(maps: &BpfMaps, slot: u32) -> RawCounters {
         for (m, v) in raw.migrations.iter_mut().zip(g.migrations) {
             *m += v;
         }
+        raw.xnode.resize(g.xnode.len(), 0);
+        for (m, v) in raw.xnode.iter_mut().zip(g.xnode) {
+            *m += v;
+        }
     }
     raw
 }

@@ -245,6 +245,9 @@ struct Scheduler<'a> {
     opts: Opts,
     metrics: Option<Receiver<metrics::SnapshotRequest>>,
     last_scan: std::time::Instant,
+    /// Each homed group's counters at the last two scans, for the moves
+    /// per s `softpart stat` gives.
+    home_samples: report::HomeSamples,
     stats_server: StatsServer<(), stats::Snapshot>,
     calls: Receiver<Call>,
     softness: Softness,
@@ -357,6 +360,7 @@ impl<'a> Scheduler<'a> {
             opts: opts.clone(),
             metrics,
             last_scan: std::time::Instant::now(),
+            home_samples: Default::default(),
             stats_server,
             calls,
             softness: opts.softness,
@@ -406,6 +410,7 @@ impl<'a> Scheduler<'a> {
                 // Groups of threads that have all ended give up their id.
                 let used = referenced_homes(&self.skel.maps);
                 self.homes.release_unreferenced(&used);
+                self.sample_homes();
                 self.last_scan = std::time::Instant::now();
             }
             if self.last_balance.elapsed() >= self.balance_period && !self.balance_rules.is_empty()
@@ -849,5 +854,31 @@ mod tests {
                 .count(),
             bpf_intf::sp_via_SP_NR_VIA as usize
         );
+    }
+
+    /// Each decision's cause name fits its event: a per-group count by
+    /// `enum sp_via` is reported under the cause its event describes.
+    #[test]
+    fn cross_node_causes_follow_the_events() {
+        let first = bpf_intf::sp_stat_SP_STAT_XNODE_WAKE_HOME as usize;
+        assert_eq!(
+            stats::XNODE_CAUSE_BY_VIA.len(),
+            bpf_intf::sp_via_SP_NR_VIA as usize
+        );
+        for (via, cause) in stats::XNODE_CAUSE_BY_VIA.iter().enumerate() {
+            let event = EVENT_NAMES[first + via];
+            let expected = match event {
+                "xnode_wake_home" | "xnode_return" => "return_wakeup",
+                "xnode_wake_away" => "spill_wakeup",
+                "xnode_evict" => "evict",
+                "xnode_return_slice" => "return_slice_end",
+                "xnode_enqueue_idle" | "xnode_queue_own" => "return_queued",
+                "xnode_queue_steal" => "steal",
+                "xnode_rehome" => "balancer",
+                "xnode_other" => "other",
+                e => panic!("no cause for {e}"),
+            };
+            assert_eq!(*cause, expected, "{event}");
+        }
     }
 }

@@ -68,6 +68,11 @@ pub const FAMILIES: &[Family] = &[
         Counter,
     ),
     fam(
+        "softpart_group_xnode_moves",
+        "homed tasks' cross-node moves by cause (spill_wakeup, return_wakeup, return_slice_end, return_queued, steal, evict, balancer, other)",
+        Counter,
+    ),
+    fam(
         "softpart_group_balancer_moves",
         "balanced groups: moves by the group balancer",
         Counter,
@@ -264,6 +269,16 @@ impl Collector for Scrape {
                     for (g, (_, _, c)) in &s.groups {
                         for (d, n) in ["smt", "llc", "node", "xnode"].iter().zip(c.migrations) {
                             counter!([("group", g.as_str()), ("distance", *d)], n);
+                        }
+                    }
+                }
+                "softpart_group_xnode_moves" => {
+                    for (g, (home, _, c)) in &s.groups {
+                        if home.is_empty() {
+                            continue;
+                        }
+                        for (cause, n) in crate::stats::xnode_by_cause(&c.xnode, &[]) {
+                            counter!([("group", g.as_str()), ("cause", cause.as_str())], n);
                         }
                     }
                 }

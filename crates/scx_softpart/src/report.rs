@@ -7,10 +7,57 @@ use crate::bpf_skel::types::sp_cg_budget;
 use crate::{EVENT_NAMES, counters, homes, monotonic_ns, stats};
 use libbpf_rs::MapCore;
 use log::info;
-use softpart_core::control::{GroupView, Held, PartView, StatView, TenantView};
+use softpart_core::control::{GroupView, Held, HomeMovesView, PartView, StatView, TenantView};
+use std::collections::BTreeMap;
+
+/// Each homed group's counters at the last two samples: (when, by label).
+#[derive(Default)]
+pub(crate) struct HomeSamples {
+    prev: Option<(u64, BTreeMap<String, stats::RawCounters>)>,
+    last: Option<(u64, BTreeMap<String, stats::RawCounters>)>,
+}
+
+impl HomeSamples {
+    /// The moves per s of each group between the last two samples.
+    fn rates(&self) -> Vec<HomeMovesView> {
+        let (Some((t0, before)), Some((t1, now))) = (&self.prev, &self.last) else {
+            return Vec::new();
+        };
+        let secs = t1.saturating_sub(*t0) as f64 / 1e9;
+        if secs <= 0.0 {
+            return Vec::new();
+        }
+        let zero = stats::RawCounters::default();
+        now.iter()
+            .map(|(label, c)| {
+                let p = before.get(label).unwrap_or(&zero);
+                HomeMovesView {
+                    label: label.clone(),
+                    spills_per_s: c.spills.saturating_sub(p.spills) as f64 / secs,
+                    returns_per_s: c.returns.saturating_sub(p.returns) as f64 / secs,
+                    xnode_per_s: stats::xnode_by_cause(&c.xnode, &p.xnode)
+                        .into_iter()
+                        .map(|(k, n)| (k, n as f64 / secs))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+}
 use softpart_core::cpulist;
 
 impl Scheduler<'_> {
+    /// Takes each homed group's counters, for `softpart stat`'s rates.
+    pub(crate) fn sample_homes(&mut self) {
+        let groups = self
+            .homes
+            .iter()
+            .map(|(id, home)| (home.label.clone(), counters::group(&self.skel.maps, id)))
+            .collect();
+        self.home_samples.prev = self.home_samples.last.take();
+        self.home_samples.last = Some((monotonic_ns(), groups));
+    }
+
     /// The balancer's report (`softpart stat`).
     pub(crate) fn stat(&self) -> StatView {
         let now = std::time::Instant::now();
@@ -54,6 +101,7 @@ impl Scheduler<'_> {
                 .collect(),
             held: self.held(),
             tenants: self.tenants(),
+            homes: self.home_samples.rates(),
         }
     }
 

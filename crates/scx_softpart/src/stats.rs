@@ -24,10 +24,53 @@ pub struct RawCounters {
     pub nr_delays: u64,
     /// By distance, in `enum sp_dist` order: SMT, LLC, node, cross-node.
     pub migrations: [u64; 4],
+    /// Cross-node moves of homed tasks by the decision that made them,
+    /// in `enum sp_via` order (see `XNODE_CAUSE_BY_VIA`).
+    pub xnode: Vec<u64>,
     pub steals: u64,
     pub foreign_ns: u64,
     pub busy_ns: u64,
     pub delay_hist: Vec<u64>,
+}
+
+/// Why a homed task crossed nodes, for each `enum sp_via` (intf.h) in
+/// order: the name `--stats`, `softpart stat` and the metrics give it.
+/// A wakeup onto an idle home CPU and a send home at a wakeup are both
+/// returns at a wakeup; a wait in its home's queue, taken there, a return
+/// through the queue.
+pub const XNODE_CAUSE_BY_VIA: [&str; 10] = [
+    "return_wakeup",
+    "spill_wakeup",
+    "evict",
+    "return_wakeup",
+    "return_slice_end",
+    "return_queued",
+    "return_queued",
+    "steal",
+    "balancer",
+    "other",
+];
+
+/// The causes, each once, in the order they are reported.
+pub fn xnode_causes() -> Vec<&'static str> {
+    let mut v: Vec<&str> = XNODE_CAUSE_BY_VIA.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Cross-node moves by cause from per-`sp_via` counts (`now - before`).
+pub fn xnode_by_cause(now: &[u64], before: &[u64]) -> BTreeMap<String, u64> {
+    let mut m: BTreeMap<String, u64> = xnode_causes()
+        .into_iter()
+        .map(|c| (c.to_string(), 0))
+        .collect();
+    for (via, n) in now.iter().enumerate() {
+        let d = n.saturating_sub(before.get(via).copied().unwrap_or(0));
+        let cause = XNODE_CAUSE_BY_VIA.get(via).copied().unwrap_or("other");
+        *m.entry(cause.to_string()).or_default() += d;
+    }
+    m
 }
 
 /// One cgroup's contract and cumulative counters (the cgroup CPU contract).
@@ -97,6 +140,14 @@ pub struct GroupMetrics {
     pub spills: u64,
     #[stat(desc = "tasks that began running at home after running away")]
     pub returns: u64,
+    #[stat(desc = "spills per s (tasks that began running away after running at home)")]
+    pub spills_per_s: f64,
+    #[stat(desc = "returns per s (tasks that began running at home after running away)")]
+    pub returns_per_s: f64,
+    #[stat(
+        desc = "cross-node moves per s by cause: spill_wakeup, return_wakeup, return_slice_end, return_queued (waited in its home's queue), steal (taken by an idle CPU elsewhere), evict, balancer (its home moved), other"
+    )]
+    pub xnode_per_s: BTreeMap<String, f64>,
     #[stat(desc = "waits (runnable to running) that ended")]
     pub waits: u64,
     #[stat(desc = "mean run delay, us")]
@@ -214,6 +265,16 @@ impl Metrics {
                     },
                     spills: c.spills.saturating_sub(p.spills),
                     returns: c.returns.saturating_sub(p.returns),
+                    spills_per_s: per_s(c.spills.saturating_sub(p.spills)),
+                    returns_per_s: per_s(c.returns.saturating_sub(p.returns)),
+                    xnode_per_s: if home.is_empty() {
+                        BTreeMap::new()
+                    } else {
+                        xnode_by_cause(&c.xnode, &p.xnode)
+                            .into_iter()
+                            .map(|(k, n)| (k, per_s(n)))
+                            .collect()
+                    },
                     waits,
                     delay_mean_us: if waits > 0 {
                         c.delay_ns.saturating_sub(p.delay_ns) as f64 / waits as f64 / 1000.0
@@ -283,10 +344,16 @@ impl Metrics {
     /// The human-readable report `--stats` and `--monitor` print.
     pub fn format<W: Write>(&self, w: &mut W) -> std::io::Result<()> {
         let ev = |k: &str| self.events.get(k).copied().unwrap_or(0);
-        let home =
-            ev("pick_prev") + ev("pick_core_home") + ev("pick_sibling") + ev("pick_cpu_home");
-        let away =
-            ev("pick_prev_away") + ev("pick_near") + ev("pick_core_any") + ev("pick_cpu_any");
+        let home = ev("pick_prev")
+            + ev("pick_core_home")
+            + ev("pick_sibling")
+            + ev("pick_cpu_home")
+            + ev("pick_room_lasted");
+        let away = ev("pick_prev_away")
+            + ev("pick_stay_away")
+            + ev("pick_near")
+            + ev("pick_core_any")
+            + ev("pick_cpu_any");
         writeln!(
             w,
             "[softpart] {:.2}s  wakeups: home {home} away {away} queued {}  evict {} return {} steal {}",
@@ -329,6 +396,21 @@ impl Metrics {
                 g.migr_node,
                 g.migr_xnode
             )?;
+            let causes: Vec<String> = g
+                .xnode_per_s
+                .iter()
+                .filter(|(_, r)| **r > 0.0)
+                .map(|(k, r)| format!("{k} {r:.1}"))
+                .collect();
+            if !causes.is_empty() {
+                writeln!(
+                    w,
+                    "    spills/s {:.1} returns/s {:.1} xnode/s by cause: {}",
+                    g.spills_per_s,
+                    g.returns_per_s,
+                    causes.join(", ")
+                )?;
+            }
             if g.partition >= 0 {
                 writeln!(w, "    balanced: PART-{} moves {}", g.partition, g.moves)?;
             }
@@ -520,5 +602,22 @@ mod tests {
         assert!(text.contains("local 100.0%"), "{text}");
         assert!(text.contains("part 0   cpus 0-3"), "{text}");
         assert!(text.contains("util  50.0%"), "{text}");
+    }
+
+    #[test]
+    fn cross_node_moves_add_up_by_cause() {
+        let mut before = vec![0u64; XNODE_CAUSE_BY_VIA.len()];
+        before[7] = 10;
+        let mut now = before.clone();
+        now[0] = 2; // wakeup onto an idle home CPU
+        now[3] = 3; // sent home at a wakeup
+        now[7] = 14; // steals
+        let m = xnode_by_cause(&now, &before);
+        assert_eq!(m["return_wakeup"], 5);
+        assert_eq!(m["steal"], 4);
+        assert_eq!(m["balancer"], 0);
+        assert_eq!(m.len(), xnode_causes().len());
+        // A counter older than the scheduler's (shorter) counts from zero.
+        assert_eq!(xnode_by_cause(&now, &[])["steal"], 14);
     }
 }

@@ -88,6 +88,7 @@ mod tests {
             groups,
             held: Default::default(),
             tenants: Vec::new(),
+            homes: Vec::new(),
         }
     }
 

@@ -175,6 +175,27 @@ fn stat_table(v: &StatView) -> String {
             t.path, t.weight, t.cpus_used, t.entitled_cpus, t.throttled_s, t.throttles
         );
     }
+    for m in &v.homes {
+        let causes: Vec<String> = m
+            .xnode_per_s
+            .iter()
+            .filter(|(_, r)| **r > 0.0)
+            .map(|(k, r)| format!("{k} {r:.1}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "home {}  spills {:.1}/s  returns {:.1}/s  cross-node moves {:.1}/s{}",
+            m.label,
+            m.spills_per_s,
+            m.returns_per_s,
+            m.xnode_per_s.values().sum::<f64>(),
+            if causes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", causes.join(", "))
+            }
+        );
+    }
     let h = &v.held;
     let _ = writeln!(
         out,
@@ -298,6 +319,14 @@ mod tests {
                 away_with_room_s: 0.0,
             }],
             held: Default::default(),
+            homes: vec![softpart_core::control::HomeMovesView {
+                label: "/bench/g0".into(),
+                spills_per_s: 2.0,
+                returns_per_s: 1.5,
+                xnode_per_s: [("steal".to_string(), 3.0), ("evict".to_string(), 0.0)]
+                    .into_iter()
+                    .collect(),
+            }],
             tenants: vec![softpart_core::control::TenantView {
                 path: "/bench/capped".into(),
                 weight: 100,
@@ -316,6 +345,13 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("PART-0 0-3 4.10 4.00 *"), "{t}");
+        // A cause with no move this second is left out of the line.
+        assert!(
+            t.contains(
+                "home /bench/g0  spills 2.0/s  returns 1.5/s  cross-node moves 3.0/s (steal 3.0)\n"
+            ),
+            "{t}"
+        );
         assert!(t.contains("PART-1 4-7 1.70 4.00\n"), "{t}");
         let over: Vec<&str> = t.lines().filter(|l| l.starts_with("over-full")).collect();
         assert_eq!(over.len(), 1, "{t}");

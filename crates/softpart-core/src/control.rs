@@ -75,6 +75,22 @@ pub struct StatView {
     /// than 100, a cap) or CPU time run lately.
     #[serde(default)]
     pub tenants: Vec<TenantView>,
+    /// Every group with a home: its spills, returns and cross-node moves
+    /// over the last second.
+    #[serde(default)]
+    pub homes: Vec<HomeMovesView>,
+}
+
+/// One homed group's moves over the last second (`softpart stat`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HomeMovesView {
+    /// The cgroup's path from the cgroup2 root, or the thread group's label.
+    pub label: String,
+    pub spills_per_s: f64,
+    pub returns_per_s: f64,
+    /// Cross-node moves per s by cause (spill_wakeup, return_wakeup,
+    /// return_slice_end, return_queued, steal, evict, balancer, other).
+    pub xnode_per_s: std::collections::BTreeMap<String, f64>,
 }
 
 /// One cgroup's CPU contract and what it got (`softpart stat`).

@@ -2,6 +2,15 @@
 //! crates/scx_softpart/src/bpf/main.bpf.c), step for step, so that the
 //! order and its invariants are specified and tested without a kernel:
 //!
+//! A homed task that last ran away from home (on prev, outside it) first
+//! keeps to where it went, until its home has had room for a while:
+//!
+//! a. a home CPU idle for a while (3/4 of a slice in the BPF version)
+//! b. prev, if idle
+//! c. an idle CPU of prev's partition
+//!
+//! then, as any wakeup:
+//!
 //! 1. prev, if idle and at home
 //! 2. an idle whole core at home (SMT only)
 //! 3. prev's SMT sibling, if idle and at home
@@ -19,6 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
+    RoomLasted,
+    StayAway,
     PrevHome,
     CoreHome,
     Sibling,
@@ -49,6 +60,11 @@ pub struct Wakeup<'a> {
     /// task's home (in the fast path, its home's partition).
     pub visitors: &'a BTreeMap<usize, BTreeSet<usize>>,
     pub allowed_first: bool,
+    /// A homed task that last ran away from home: the partition of prev,
+    /// where it ran. None for a task at home or without one.
+    pub away_part: Option<&'a BTreeSet<usize>>,
+    /// The idle CPUs that have been idle for a while.
+    pub lasted: &'a BTreeSet<usize>,
 }
 
 impl Wakeup<'_> {
@@ -66,6 +82,26 @@ impl Wakeup<'_> {
         let inter = |a: &BTreeSet<usize>| -> BTreeSet<usize> {
             a.intersection(self.allowed).copied().collect()
         };
+        if !self.allowed_first
+            && self.homed
+            && let Some(part) = self.away_part
+            && !self.home.contains(&self.prev)
+        {
+            let home = inter(self.home);
+            if let Some(c) = home
+                .iter()
+                .copied()
+                .find(|c| self.idle.contains(c) && self.lasted.contains(c))
+            {
+                return Some((c, Step::RoomLasted));
+            }
+            if self.allowed.contains(&self.prev) && self.idle.contains(&self.prev) {
+                return Some((self.prev, Step::PrevAway));
+            }
+            if let Some(c) = self.idle_in(&inter(part)) {
+                return Some((c, Step::StayAway));
+            }
+        }
         if !self.allowed_first {
             let home = inter(self.home);
             if home.contains(&self.prev) && self.idle.contains(&self.prev) {
@@ -129,6 +165,7 @@ mod tests {
         let none = BTreeMap::new();
         // CPU 2 runs a visitor from node 1 (CPUs 4-7).
         let visitor = BTreeMap::from([(2, set(0xf0))]);
+        let lasted = BTreeSet::new();
         let mk = |prev,
                   idle: &'static str,
                   visitors: &BTreeMap<usize, BTreeSet<usize>>|
@@ -149,6 +186,8 @@ mod tests {
                 idle: &idle,
                 visitors,
                 allowed_first: false,
+                away_part: None,
+                lasted: &lasted,
             }
             .pick()
         };
@@ -165,8 +204,42 @@ mod tests {
         assert_eq!(mk(4, "", &none), None);
     }
 
+    #[test]
+    fn a_task_away_keeps_to_where_it_went() {
+        let allowed = set(0xff);
+        let home = set(0x0f);
+        let node1 = set(0xf0);
+        let none = BTreeMap::new();
+        let pick = |prev, idle: u8, lasted: u8| {
+            let (idle, lasted) = (set(idle), set(lasted));
+            Wakeup {
+                sibling: &SIB,
+                smt: true,
+                allowed: &allowed,
+                home: &home,
+                homed: true,
+                near: &home,
+                prev,
+                idle: &idle,
+                visitors: &none,
+                allowed_first: false,
+                away_part: Some(&node1),
+                lasted: &lasted,
+            }
+            .pick()
+        };
+        // A home CPU idle for an instant: stay, on prev or beside it.
+        assert_eq!(pick(5, 0x22, 0), Some((5, Step::PrevAway)));
+        assert_eq!(pick(5, 0x42, 0), Some((6, Step::StayAway)));
+        // Idle for a while: back home.
+        assert_eq!(pick(5, 0x22, 0x02), Some((1, Step::RoomLasted)));
+        // Nothing idle where it runs: home, as any wakeup.
+        assert_eq!(pick(5, 0x02, 0), Some((1, Step::CpuHome)));
+    }
+
     #[allow(clippy::type_complexity)]
-    fn wakeup_strategy() -> impl Strategy<Value = (u8, u8, u8, u8, u8, usize, bool, bool, bool)> {
+    fn wakeup_strategy()
+    -> impl Strategy<Value = (u8, u8, u8, u8, u8, usize, bool, bool, bool, bool, u8)> {
         (
             1u8..=255,
             any::<u8>(),
@@ -177,12 +250,14 @@ mod tests {
             any::<bool>(),
             any::<bool>(),
             any::<bool>(),
+            any::<bool>(),
+            any::<u8>(),
         )
     }
 
     proptest! {
         #[test]
-        fn invariants((a, h, i, v, vh, prev, smt, homed, af) in wakeup_strategy()) {
+        fn invariants((a, h, i, v, vh, prev, smt, homed, af, ran_away, l) in wakeup_strategy()) {
             let allowed = set(a);
             let prev = if allowed.contains(&prev) { prev } else { *allowed.iter().next().unwrap() };
             let home: BTreeSet<usize> = set(h).intersection(&allowed).copied().collect();
@@ -191,9 +266,15 @@ mod tests {
             let visitors: BTreeMap<usize, BTreeSet<usize>> =
                 set(v).into_iter().map(|c| (c, set(vh))).collect();
             let near = home.clone();
+            // prev's partition: its node of four CPUs.
+            let prev_part = set(if prev < 4 { 0x0f } else { 0xf0 });
+            let away = homed && ran_away && !home.contains(&prev);
+            let lasted: BTreeSet<usize> = set(l).intersection(&idle).copied().collect();
             let w = Wakeup { sibling: &SIB, smt, allowed: &allowed, home: &home, homed, near: &near,
                              prev, idle: &idle, visitors: &visitors,
-                             allowed_first: af };
+                             allowed_first: af,
+                             away_part: ran_away.then_some(&prev_part),
+                             lasted: &lasted };
             let pick = w.pick();
             // Never outside the allowed set: softpart never widens affinity.
             if let Some((c, _)) = pick {
@@ -203,8 +284,14 @@ mod tests {
             if allowed.iter().any(|c| idle.contains(c)) {
                 prop_assert!(pick.is_some());
             }
+            // A task away goes back to a home CPU idle for a while first.
+            if !af && away && home.iter().any(|c| lasted.contains(c)) {
+                prop_assert_eq!(pick.map(|(_, s)| s), Some(Step::RoomLasted));
+            }
+            // It stays where it went while an idle CPU is there.
+            let stays = away && allowed.iter().any(|c| prev_part.contains(c) && idle.contains(c));
             // Home first: with an idle CPU at home, the pick is at home.
-            if !af && home.iter().any(|c| idle.contains(c)) {
+            if !af && !stays && home.iter().any(|c| idle.contains(c)) {
                 let (c, _) = pick.unwrap();
                 prop_assert!(home.contains(&c), "picked {} outside home {:?}", c, home);
             }
@@ -218,8 +305,9 @@ mod tests {
                 prop_assert!(visitors[&c].iter().any(|x| idle.contains(x)));
             }
             // A visitor whose home has room is always the one taken back
-            // over spilling (owners first), with or without the rule.
-            if !af && homed && !home.iter().any(|x| idle.contains(x))
+            // over spilling (owners first), with or without the rule; a
+            // task away that has an idle CPU where it runs stays there.
+            if !af && homed && !stays && !home.iter().any(|x| idle.contains(x))
                 && home.iter().any(|x| visitors.get(x).is_some_and(|vh| vh.iter().any(|y| idle.contains(y))))
             {
                 prop_assert_eq!(pick.map(|(_, s)| s), Some(Step::Evict));

@@ -87,6 +87,27 @@ static __always_inline bool owners_recent(s32 cpu, u64 now)
 	return at && time_before(now, at + steal_defer_ns);
 }
 
+/* @cpu went idle at @at (0: it is busy again). Written by @cpu only. */
+static __noinline void set_idle_since(s32 cpu, u64 at)
+{
+	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+
+	if (cc)
+		cc->idle_since = at;
+}
+
+/* Has @cpu been idle since at least @lasted ago? */
+static __always_inline bool idle_lasted(s32 cpu, u64 now, u64 lasted)
+{
+	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+	u64 at;
+
+	if (!cc)
+		return false;
+	at = cc->idle_since;
+	return at && !time_before(now, at + lasted);
+}
+
 /* Not inlined, for the verifier (see set_claimed()). */
 static __noinline void count_kthread_queued(s32 cpu)
 {

@@ -6,15 +6,6 @@
 #ifndef __SOFTPART_HOME_BPF_H
 #define __SOFTPART_HOME_BPF_H
 
-/*
- * How long a task away from home must have seen room there, at every check
- * in a row, before it goes back: 3/4 of a slice, so that a slice-bound task
- * goes at its second slice end with room (ticks make those a slice or more
- * apart), and a task that yields thousands of times per slice does not
- * chase a CPU idle for an instant at its second yield.
- */
-#define SP_ROOM_LASTED_NS (slice_ns * 3 / 4)
-
 static __always_inline bool room_lasted(const struct task_ctx *tctx, u64 now)
 {
 	return tctx->room_since &&
@@ -81,7 +72,7 @@ static bool send_home(struct task_struct *p, struct task_ctx *tctx,
 		set_claimed(cpu, now_ns());
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(SP_STAT_RETURN_IDLE);
-		tctx->via = SP_VIA_RETURN;
+		tctx->via = (enq_flags & SCX_ENQ_WAKEUP) ? SP_VIA_RETURN : SP_VIA_RETURN_SLICE;
 		return true;
 	}
 	cpu = claim_visitor_cpu(home);

@@ -63,10 +63,12 @@ enum sp_via {
 	SP_VIA_WAKE_HOME,
 	SP_VIA_WAKE_AWAY,
 	SP_VIA_EVICT,
-	SP_VIA_RETURN,
+	SP_VIA_RETURN,		/* sent home at a wakeup */
+	SP_VIA_RETURN_SLICE,	/* sent home at a slice end */
 	SP_VIA_ENQUEUE_IDLE,
 	SP_VIA_QUEUE_OWN,	/* set in running(), from the queue's partition */
 	SP_VIA_QUEUE_STEAL,
+	SP_VIA_REHOME,		/* counted instead of the others after a home change */
 	SP_VIA_OTHER,
 	SP_NR_VIA,
 };
@@ -102,6 +104,8 @@ struct sp_group_stats {
 	u64 delay_ns;	/* runnable but not running, summed */
 	u64 nr_delays;
 	u64 migrations[SP_NR_DIST];
+	/* of migrations[SP_DIST_XNODE], by the decision that made them (enum sp_via) */
+	u64 xnode[SP_NR_VIA];
 };
 
 /*
@@ -192,7 +196,8 @@ struct sp_cpu_ctx {
 	u32 kthreads_queued;	/* per-CPU kthreads woken into its local queue, not run yet */
 	u32 scan_cursor;	/* where its bounded idle scan goes on */
 	u32 pad0;
-	u64 pad[3];
+	u64 idle_since;		/* when it last went idle; 0 while busy */
+	u64 pad[2];
 };
 
 /* running() counts a cross-node move as SP_STAT_XNODE_WAKE_HOME + its sp_via. */
@@ -200,9 +205,11 @@ struct sp_cpu_ctx {
 _Static_assert(SP_XNODE_OF(SP_VIA_WAKE_AWAY) == SP_STAT_XNODE_WAKE_AWAY, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_EVICT) == SP_STAT_XNODE_EVICT, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_RETURN) == SP_STAT_XNODE_RETURN, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_RETURN_SLICE) == SP_STAT_XNODE_RETURN_SLICE, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_ENQUEUE_IDLE) == SP_STAT_XNODE_ENQUEUE_IDLE, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_OWN) == SP_STAT_XNODE_QUEUE_OWN, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_STEAL) == SP_STAT_XNODE_QUEUE_STEAL, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_REHOME) == SP_STAT_XNODE_REHOME, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_OTHER) == SP_STAT_XNODE_OTHER, "xnode order");
 
 _Static_assert(sizeof(struct sp_cpu_ctx) == 64, "one cache line per CPU");

@@ -256,8 +256,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 					keep_last(p, task_cpu, enq_flags);
 					return;
 				}
-				/* Queue at home, on a partition with a CPU it may use. */
-				part = home_part(home);
+				part = queue_part_away(p, home, task_cpu);
 			}
 		} else {
 			home = and_allowed(p, tctx, part_cpus(part));
@@ -409,11 +408,14 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 	u64 now, ready_at = 0;
 	bool defer;
 
-	if (!idle)
+	if (!idle) {
+		set_idle_since(cpu, 0);
 		return;
+	}
 	/* Idle again: whatever it was handed has run (or gone elsewhere). */
 	set_claimed(cpu, 0);
 	now = now_ns();
+	set_idle_since(cpu, now);
 	defer = owners_recent(cpu, now);
 	bpf_for(part, 0, nr_parts) {
 		if (part != own && !head_stealable(part, cpu, now, defer, &ready_at))
@@ -500,10 +502,18 @@ static void count_run_start(struct task_ctx *tctx, s32 cpu, u64 now)
 
 		if (gs && d < SP_NR_DIST)
 			gs->migrations[d]++;
-		if (d == SP_DIST_XNODE && homed(tctx))
-			stat_inc(SP_XNODE_OF(tctx->via < SP_NR_VIA ? tctx->via : SP_VIA_OTHER));
+		if (d == SP_DIST_XNODE && homed(tctx)) {
+			u32 via = tctx->rehomed ? SP_VIA_REHOME : tctx->via;
+
+			if (via >= SP_NR_VIA)
+				via = SP_VIA_OTHER;
+			stat_inc(SP_XNODE_OF(via));
+			if (gs)
+				gs->xnode[via]++;
+		}
 	}
 	tctx->via = SP_VIA_OTHER;
+	tctx->rehomed = 0;
 	tctx->last_cpu = cpu;
 	if (!home) {
 		set_visitor(cpu, 0);

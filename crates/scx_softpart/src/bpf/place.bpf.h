@@ -9,6 +9,71 @@
 #define __SOFTPART_PLACE_BPF_H
 
 /*
+ * How long room at home must have lasted before a task away from it goes
+ * back: 3/4 of a slice. At a slice end, room seen at every check in a row
+ * for that long (should_go_home()), so that a slice-bound task goes at its
+ * second slice end with room (ticks make those a slice or more apart), and
+ * a task that yields thousands of times per slice does not chase a CPU
+ * idle for an instant at its second yield. At a wakeup, a home CPU idle
+ * that long (pick_lasting_room()).
+ */
+#define SP_ROOM_LASTED_NS (slice_ns * 3 / 4)
+
+/*
+ * A CPU of @home idle for SP_ROOM_LASTED_NS or more, claimed, or -1. A home
+ * CPU idle for less is most often one whose tasks sleep between messages
+ * and want it back within microseconds: a task away from home that took it
+ * would cross nodes twice (there, and away again once the owners wake),
+ * each time to cold caches.
+ */
+static s32 pick_lasting_room(const struct cpumask *home)
+{
+	u64 now = now_ns();
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		if (!bpf_cpumask_test_cpu(cpu, home) || !idle_lasted(cpu, now, SP_ROOM_LASTED_NS))
+			continue;
+		if (scx_bpf_test_and_clear_cpu_idle(cpu))
+			return cpu;
+	}
+	return -1;
+}
+
+/*
+ * A task away from home (it last ran on @prev, outside @home) keeps to the
+ * partition it runs in until its home has had room for a while: back home
+ * to a CPU idle there for SP_ROOM_LASTED_NS, else prev if idle, else an
+ * idle CPU of prev's partition; -1 if none (the wakeup then goes on as any:
+ * home first). Returning at the first wakeup that saw a home CPU idle made
+ * a task stolen by an idle CPU elsewhere cross back at once, and a task
+ * that outgrew its home cross nodes twice per steal.
+ */
+static s32 pick_while_away(struct task_struct *p, struct task_ctx *tctx,
+			   const struct cpumask *home, s32 prev)
+{
+	const struct cpumask *here;
+	s32 cpu;
+
+	cpu = pick_lasting_room(home);
+	if (cpu >= 0) {
+		stat_inc(SP_STAT_PICK_ROOM_LASTED);
+		return cpu;
+	}
+	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) && scx_bpf_test_and_clear_cpu_idle(prev)) {
+		stat_inc(SP_STAT_PICK_PREV_AWAY);
+		return prev;
+	}
+	here = and_allowed(p, tctx, part_cpus(part_of_cpu(prev)));
+	if (!here)
+		return -1;
+	cpu = pick_idle(here, prev, 0);
+	if (cpu >= 0)
+		stat_inc(SP_STAT_PICK_STAY_AWAY);
+	return cpu;
+}
+
+/*
  * A home CPU running a visitor, claimed (so that two owners do not pick the
  * same one), or -1. Only a visitor whose own home partition has an idle
  * CPU is taken: evicted, it goes to that CPU, or queues at home with that
@@ -168,6 +233,11 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 			near = cast_mask(h->near);
 		if (softness_says_allowed_first(hid))
 			return pick_away(p, prev, wake_flags, NULL, true, true);
+		if (home && tctx->at_home == 0 && !bpf_cpumask_test_cpu(prev, home)) {
+			cpu = pick_while_away(p, tctx, home, prev);
+			if (cpu >= 0)
+				return cpu;
+		}
 	} else {
 		home = and_allowed(p, tctx, part_cpus(part_of_cpu(prev)));
 	}

@@ -121,6 +121,33 @@ static __always_inline bool head_held_elsewhere(const struct queue_head *qh, s32
 }
 
 /*
+ * The queue of a task away from home that waits (it last ran on @task_cpu,
+ * outside @home): the partition it runs in, unless a task homed there
+ * queued there within the last slice or waits at that queue's head; else
+ * its home's. Queued at home, a CPU there takes it and it crosses back, to
+ * leave again at the next steal: the moves EEVDF's per-CPU queues do not
+ * make. Owners queueing say they want their partition's CPUs: visitors
+ * then wait at home, and do not take turns from the owners there.
+ */
+static u32 queue_part_away(struct task_struct *p, const struct cpumask *home, s32 task_cpu)
+{
+	u32 part = part_of_cpu(task_cpu);
+	struct queue_head qh;
+	const struct cpumask *owner_home;
+
+	if (!bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr) || owner_queued_lately(part))
+		return home_part(home);
+	qh = queue_head(part);
+	if (qh.found && qh.tctx) {
+		owner_home = home_of(qh.tctx);
+		if (owner_home && home_part(owner_home) == part)
+			return home_part(home);
+	}
+	stat_inc(SP_STAT_QUEUE_AWAY);
+	return part;
+}
+
+/*
  * May a CPU of another partition take @part's head now? With @defer (see
  * owners_recent()), only once the head has not run for steal_defer_ns:
  * until then its own partition's CPUs, where its cache is, are likely to
@@ -244,10 +271,11 @@ static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
 	*part = home_part(home);
 	qh = queue_head(*part);
 	/*
-	 * By more than a slice: rotating costs two migrations. Not a head
-	 * held for another CPU: that CPU takes it back.
+	 * By more than half the sleeper credit, as pull_behind(): rotating
+	 * costs two cross-node moves, so only a head that far behind is owed
+	 * one. Not a head held for another CPU: that CPU takes it back.
 	 */
-	return qh.found && time_before(qh.vtime + slice_ns, prev->scx.dsq_vtime) &&
+	return qh.found && time_before(qh.vtime + slice_lag_ns / 2, prev->scx.dsq_vtime) &&
 	       !held_for_other(qh.tctx, cpu);
 }
 

@@ -71,6 +71,8 @@ struct task_ctx {
 	u32 via;
 	/* a visitor its CPU switches out for a task with no home: hold it there */
 	u32 hold_away;
+	/* its home changed while it ran at home: its next cross-node move is that */
+	u32 rehomed;
 	/* --diag: the CPU that passed this visitor for a homeless task, + 1 */
 	u32 passed_cpu;
 	/* its cgroup's slot (cgroup.bpf.h); SP_NO_CGROUP: none */
@@ -132,6 +134,7 @@ static u32 cgroup_home(struct task_struct *p)
 static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 {
 	u32 tid = p->pid, home, *th;
+	struct bpf_cpumask *mask;
 	struct home_ctx *h;
 
 	if (tctx->gen == homes_gen)
@@ -148,8 +151,14 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 	if (!h || !h->cpus || !tctx->home)
 		return;
 	/* A home wholly outside the allowed set is ignored. */
-	if (bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))
-		tctx->home_id = home;
+	if (!bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))
+		return;
+	tctx->home_id = home;
+	/* Loaded once, so that the verifier sees the pointer it checked. */
+	mask = tctx->home;
+	if (mask && tctx->at_home == 1 && tctx->last_cpu >= 0 &&
+	    !bpf_cpumask_test_cpu(tctx->last_cpu, cast_mask(mask)))
+		tctx->rehomed = 1;
 }
 
 static __always_inline bool homed(struct task_ctx *tctx)
@@ -287,13 +296,42 @@ static __always_inline void runnable_off(struct task_ctx *tctx)
 	tctx->counted_slot = SP_NO_CGROUP;
 }
 
+/*
+ * When a task homed in each partition last queued there (an owner
+ * waiting): visitors then wait at their own homes (queue_part_away()).
+ * Written by the partition's CPUs with plain stores, at most once per
+ * eighth of a slice, so that the line is not bounced at every enqueue.
+ */
+u64 part_owner_queued_at[SP_MAX_PARTS];
+
+static __always_inline void note_owner_queued(struct task_ctx *tctx, u32 part)
+{
+	const struct cpumask *home = home_of(tctx);
+	u64 now;
+
+	if (!home || home_part(home) != part || part >= SP_MAX_PARTS)
+		return;
+	now = now_ns();
+	if (!time_before(now, part_owner_queued_at[part] + slice_ns / 8))
+		part_owner_queued_at[part] = now;
+}
+
+/* Has a task homed in @part queued there within the last slice? */
+static __always_inline bool owner_queued_lately(u32 part)
+{
+	return part < SP_MAX_PARTS &&
+	       time_before(now_ns(), part_owner_queued_at[part] + slice_ns);
+}
+
 /* Queue @p in @part's queue by vtime, remembering where it waits. */
 static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
 					  u32 part, u64 enq_flags)
 {
 	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, task_vtime(p, tctx, part), enq_flags);
-	if (tctx)
+	if (tctx) {
 		tctx->part_queued = part + 1;
+		note_owner_queued(tctx, part);
+	}
 }
 
 #endif /* __SOFTPART_TASK_BPF_H */
