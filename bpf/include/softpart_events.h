@@ -43,12 +43,12 @@
 	SP_EVENT(HOME_RESOLVE, "task homes looked up again after a change") \
 	SP_EVENT(RETURN_IDLE, "tasks away from home sent back to an idle CPU there") \
 	SP_EVENT(EVICT, "visitors preempted so that an owner runs at home") \
-	SP_EVENT(VISITOR_YIELD, "visitors' CPUs that gave a turn to the visitor's home queue") \
 	SP_EVENT(SPILL_QUEUED, "spills that waited in the home's queue, the idle CPU kicked") \
 	SP_EVENT(KTHREAD_WAIT, "tasks put back behind per-CPU kthreads that waited on their CPU") \
 	SP_EVENT(PUT_BACK_HELD, "tasks put back in their partition's queue, held for their CPU") \
 	SP_EVENT(PUT_BACK_HELD_AWAY, "of those, visitors held in their home's queue") \
 	SP_EVENT(HELD_SKIP, "busy CPUs that left a queue head held for another CPU") \
+	SP_EVENT(OWNER_KEPT, "busy CPUs that kept a task homed there running over a visitor queued there") \
 	SP_EVENT(YIELD_KEPT, "sched_yield() calls with nobody waiting: the task kept its slice") \
 	SP_EVENT(YIELD_KEPT_AWAY, "of those, by a task away from home") \
 	SP_EVENT(STEAL_DEFERRED, "CPUs that went idle leaving another partition's head that ran too recently") \

@@ -317,9 +317,9 @@ static __always_inline bool task_throttled(struct task_struct *p)
 
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
-	u32 own = part_of_cpu(cpu), part;
+	u32 own = part_of_cpu(cpu);
 	struct queue_head qh;
-	bool busy, held;
+	bool busy, held, kept;
 
 	if (release_pending)
 		release_throttled();
@@ -327,13 +327,14 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	busy = prev && (prev->scx.flags & SCX_TASK_QUEUED) && !task_throttled(prev);
 	qh = queue_head(own);
 	held = busy && head_held_elsewhere(&qh, cpu);
+	kept = busy && !held && owner_keeps_cpu(prev, &qh, cpu);
 
 	/* What runs next here, unless another partition is owed the CPU. */
-	if (((qh.found && !held) || busy) &&
-	    pull_behind(cpu, own, qh.found && !held ? qh.vtime : prev->scx.dsq_vtime))
+	if (((qh.found && !held && !kept) || busy) &&
+	    pull_behind(cpu, own, qh.found && !held && !kept ? qh.vtime : prev->scx.dsq_vtime))
 		return;
-	if (held) {
-		stat_inc(SP_STAT_HELD_SKIP);
+	if (held || kept) {
+		stat_inc(held ? SP_STAT_HELD_SKIP : SP_STAT_OWNER_KEPT);
 	} else {
 		struct task_ctx *passed = busy ? hold_visitor_for_passing(prev, cpu, own) : NULL;
 
@@ -354,13 +355,11 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	 * Still busy with prev: not idle, so nothing to take from others.
 	 * Refilling prev's slice keeps it running without a trip through
 	 * enqueue(); only a task away from home with room there is let go, so
-	 * that enqueue() (SCX_ENQ_LAST) sends it back.
+	 * that enqueue() (SCX_ENQ_LAST) sends it back. A visitor keeps the CPU
+	 * it went to otherwise: handing it to a task waiting at its home for
+	 * fairness among a group's tasks cost two cross-node moves per turn
+	 * (docs/decisions.md).
 	 */
-	if (visitor_owes_turn(prev, cpu, &part) &&
-	    scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
-		stat_inc(SP_STAT_VISITOR_YIELD);
-		return;
-	}
 	if (!should_go_home(prev, cpu))
 		prev->scx.slice = slice_ns;
 }

@@ -190,6 +190,28 @@ static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
 }
 
 /*
+ * Busy @cpu is about to switch @prev, a task homed on it, out for its
+ * partition's head @qh, a visitor (a task homed elsewhere that waits
+ * here): no. A visitor gets a partition's CPUs its owners leave, not
+ * turns taken from them: homes decide where a tenant runs, and its CPU
+ * time beyond its home comes from CPUs nobody else there wants. Its own
+ * home's CPUs take it back if it waits long (pull_behind()).
+ */
+static bool owner_keeps_cpu(struct task_struct *prev, const struct queue_head *qh, s32 cpu)
+{
+	struct task_ctx *pctx;
+	const struct cpumask *home;
+
+	if (!qh->found || !homed_outside(qh->tctx, cpu))
+		return false;
+	pctx = lookup_tctx(prev);
+	if (!pctx)
+		return false;
+	home = home_of(pctx);
+	return home && bpf_cpumask_test_cpu(cpu, home);
+}
+
+/*
  * When each partition last took a head from another (pull_behind()).
  * Written on a pull only; read by its own CPUs.
  */
@@ -246,37 +268,6 @@ static bool pull_behind(s32 cpu, u32 own, u64 vtime)
 		}
 	}
 	return false;
-}
-
-/*
- * @prev runs on @cpu away from its home while a task queued at its home has
- * waited longer on the vtime clock than @prev has run: @cpu should take
- * the next turn from that queue (*@part), so that an instance bursting out
- * of a full home shares the spill CPUs among its tasks instead of the
- * first to spill keeping them. Only visitors yield, so a partition's own
- * tasks are never displaced by another partition's queue.
- */
-static bool visitor_owes_turn(struct task_struct *prev, s32 cpu, u32 *part)
-{
-	struct task_ctx *tctx = lookup_tctx(prev);
-	const struct cpumask *home;
-	struct queue_head qh;
-
-	if (!tctx)
-		return false;
-	refresh_home(prev, tctx);
-	home = home_of(tctx);
-	if (!home || bpf_cpumask_test_cpu(cpu, home))
-		return false;
-	*part = home_part(home);
-	qh = queue_head(*part);
-	/*
-	 * By more than half the sleeper credit, as pull_behind(): rotating
-	 * costs two cross-node moves, so only a head that far behind is owed
-	 * one. Not a head held for another CPU: that CPU takes it back.
-	 */
-	return qh.found && time_before(qh.vtime + slice_lag_ns / 2, prev->scx.dsq_vtime) &&
-	       !held_for_other(qh.tctx, cpu);
 }
 
 /*
