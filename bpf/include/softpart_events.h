@@ -46,7 +46,7 @@
 	SP_EVENT(SPILL_QUEUED, "spills that waited in the home's queue, the idle CPU kicked") \
 	SP_EVENT(KTHREAD_WAIT, "tasks put back behind per-CPU kthreads that waited on their CPU") \
 	SP_EVENT(PUT_BACK_HELD, "tasks put back in their partition's queue, held for their CPU") \
-	SP_EVENT(PUT_BACK_HELD_AWAY, "of those, visitors held in their home's queue") \
+	SP_EVENT(PUT_BACK_HELD_AWAY, "of those, visitors (in their home's queue or the one of the partition they run in)") \
 	SP_EVENT(HELD_SKIP, "busy CPUs that left a queue head held for another CPU") \
 	SP_EVENT(OWNER_KEPT, "busy CPUs that kept a task homed there running over a visitor queued there") \
 	SP_EVENT(YIELD_KEPT, "sched_yield() calls with nobody waiting: the task kept its slice") \

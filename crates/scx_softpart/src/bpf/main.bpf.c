@@ -202,7 +202,7 @@ static void enqueue_and_kick(struct task_struct *p, struct task_ctx *tctx,
 			tctx->put_back_cpu = task_cpu;
 			tctx->put_back_at = now_ns();
 			stat_inc(SP_STAT_PUT_BACK_HELD);
-			if (part != part_of_cpu(task_cpu))
+			if (away_on(tctx, task_cpu))
 				stat_inc(SP_STAT_PUT_BACK_HELD_AWAY);
 		} else {
 			tctx->put_back_at = 0;

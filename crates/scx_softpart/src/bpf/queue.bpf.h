@@ -147,6 +147,17 @@ static u32 queue_part_away(struct task_struct *p, const struct cpumask *home, s3
 	return part;
 }
 
+/* Is @tctx (NULL: no context) a task homed on @cpu? */
+static __always_inline bool homed_on(struct task_ctx *tctx, s32 cpu)
+{
+	const struct cpumask *home;
+
+	if (!tctx)
+		return false;
+	home = home_of(tctx);
+	return home && bpf_cpumask_test_cpu(cpu, home);
+}
+
 /*
  * May a CPU of another partition take @part's head now? With @defer (see
  * owners_recent()), only once the head has not run for steal_defer_ns:
@@ -158,7 +169,9 @@ static u32 queue_part_away(struct task_struct *p, const struct cpumask *home, s3
  * within steal_defer_ns. A balanced group's head in a partition its groups
  * over-fill is taken at once (steal_now[], from softpart_core::overfull):
  * that partition's CPUs do not get through its queue within the wait. So
- * is a head held for @cpu (a visitor it switched out for a passing task).
+ * is a head held for @cpu (a visitor it switched out for a passing task),
+ * and a head homed on @cpu: a task of this CPU's own that waits away from
+ * home (queue_part_away()) is the very task its owners would want it for.
  */
 static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
 {
@@ -170,7 +183,7 @@ static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at
 		return false;
 	at = tctx ? tctx->stopped_at : 0;
 	if (!defer || !at || !time_before(now, at + steal_defer_ns) ||
-	    (tctx && home_steals_now(tctx->home_id)) ||
+	    (tctx && home_steals_now(tctx->home_id)) || homed_on(tctx, cpu) ||
 	    (held_now(tctx) && tctx->put_back_cpu == cpu))
 		return true;
 	if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
