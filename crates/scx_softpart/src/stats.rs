@@ -396,19 +396,12 @@ impl Metrics {
                 g.migr_node,
                 g.migr_xnode
             )?;
-            let causes: Vec<String> = g
-                .xnode_per_s
-                .iter()
-                .filter(|(_, r)| **r > 0.0)
-                .map(|(k, r)| format!("{k} {r:.1}"))
-                .collect();
+            let causes = softpart_core::control::nonzero_rates(&g.xnode_per_s);
             if !causes.is_empty() {
                 writeln!(
                     w,
-                    "    spills/s {:.1} returns/s {:.1} xnode/s by cause: {}",
-                    g.spills_per_s,
-                    g.returns_per_s,
-                    causes.join(", ")
+                    "    spills/s {:.1} returns/s {:.1} xnode/s by cause: {causes}",
+                    g.spills_per_s, g.returns_per_s,
                 )?;
             }
             if g.partition >= 0 {

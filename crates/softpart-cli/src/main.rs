@@ -176,12 +176,7 @@ fn stat_table(v: &StatView) -> String {
         );
     }
     for m in &v.homes {
-        let causes: Vec<String> = m
-            .xnode_per_s
-            .iter()
-            .filter(|(_, r)| **r > 0.0)
-            .map(|(k, r)| format!("{k} {r:.1}"))
-            .collect();
+        let causes = softpart_core::control::nonzero_rates(&m.xnode_per_s);
         let _ = writeln!(
             out,
             "home {}  spills {:.1}/s  returns {:.1}/s  cross-node moves {:.1}/s{}",
@@ -192,7 +187,7 @@ fn stat_table(v: &StatView) -> String {
             if causes.is_empty() {
                 String::new()
             } else {
-                format!(" ({})", causes.join(", "))
+                format!(" ({causes})")
             }
         );
     }

@@ -93,6 +93,17 @@ pub struct HomeMovesView {
     pub xnode_per_s: std::collections::BTreeMap<String, f64>,
 }
 
+/// The causes with moves in `rates` (per s), as "steal 3.0, evict 1.0";
+/// empty if none. `--stats` and `softpart stat` print them alike.
+pub fn nonzero_rates(rates: &std::collections::BTreeMap<String, f64>) -> String {
+    rates
+        .iter()
+        .filter(|(_, r)| **r > 0.0)
+        .map(|(k, r)| format!("{k} {r:.1}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One cgroup's CPU contract and what it got (`softpart stat`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TenantView {
@@ -215,4 +226,19 @@ pub enum Response {
     Unavailable {
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonzero_rates_name_only_the_causes_with_moves() {
+        let rates = [("evict", 0.0), ("steal", 3.04), ("balancer", 0.25)]
+            .into_iter()
+            .map(|(k, r)| (k.to_string(), r))
+            .collect();
+        assert_eq!(nonzero_rates(&rates), "balancer 0.2, steal 3.0");
+        assert_eq!(nonzero_rates(&Default::default()), "");
+    }
 }

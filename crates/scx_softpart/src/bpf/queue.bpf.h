@@ -147,15 +147,25 @@ static u32 queue_part_away(struct task_struct *p, const struct cpumask *home, s3
 	return part;
 }
 
-/* Is @tctx (NULL: no context) a task homed on @cpu? */
+/*
+ * Is @tctx (NULL: no context) a homed task whose home holds @cpu (@holds)
+ * or does not (!@holds)? A task without a home is neither.
+ */
+static __always_inline bool homed_by(struct task_ctx *tctx, s32 cpu, bool holds)
+{
+	const struct cpumask *home = tctx ? home_of(tctx) : NULL;
+
+	return home && bpf_cpumask_test_cpu(cpu, home) == holds;
+}
+
 static __always_inline bool homed_on(struct task_ctx *tctx, s32 cpu)
 {
-	const struct cpumask *home;
+	return homed_by(tctx, cpu, true);
+}
 
-	if (!tctx)
-		return false;
-	home = home_of(tctx);
-	return home && bpf_cpumask_test_cpu(cpu, home);
+static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
+{
+	return homed_by(tctx, cpu, false);
 }
 
 /*
@@ -189,17 +199,6 @@ static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at
 	if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
 		*ready_at = at + steal_defer_ns;
 	return false;
-}
-
-/* Is @tctx (NULL: no context) a homed task whose home does not hold @cpu? */
-static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
-{
-	const struct cpumask *home;
-
-	if (!tctx)
-		return false;
-	home = home_of(tctx);
-	return home && !bpf_cpumask_test_cpu(cpu, home);
 }
 
 /*
