@@ -61,6 +61,7 @@
 	SP_EVENT(XNODE_ENQUEUE_IDLE, "cross-node moves: sent to an idle CPU of its queue's partition") \
 	SP_EVENT(XNODE_QUEUE_OWN, "cross-node moves: queued, taken by a CPU of that queue's partition") \
 	SP_EVENT(XNODE_QUEUE_STEAL, "cross-node moves: queued, taken by another partition's CPU") \
+	SP_EVENT(XNODE_QUEUE_HOME, "cross-node moves: queued away from home, taken by a CPU of its home") \
 	SP_EVENT(XNODE_REHOME, "cross-node moves: its home moved (the balancer, a new home)") \
 	SP_EVENT(XNODE_OTHER, "cross-node moves: anything else (a first run)") \
 	SP_EVENT(SPILL_CLAIMED, "diag: spills while a home CPU was handed a task it did not run yet") \

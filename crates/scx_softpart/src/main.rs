@@ -872,7 +872,7 @@ mod tests {
                 "xnode_wake_away" => "spill_wakeup",
                 "xnode_evict" => "evict",
                 "xnode_return_slice" => "return_slice_end",
-                "xnode_enqueue_idle" | "xnode_queue_own" => "return_queued",
+                "xnode_enqueue_idle" | "xnode_queue_own" | "xnode_queue_home" => "return_queued",
                 "xnode_queue_steal" => "steal",
                 "xnode_rehome" => "balancer",
                 "xnode_other" => "other",

@@ -36,9 +36,10 @@ pub struct RawCounters {
 /// Why a homed task crossed nodes, for each `enum sp_via` (intf.h) in
 /// order: the name `--stats`, `softpart stat` and the metrics give it.
 /// A wakeup onto an idle home CPU and a send home at a wakeup are both
-/// returns at a wakeup; a wait in its home's queue, taken there, a return
-/// through the queue.
-pub const XNODE_CAUSE_BY_VIA: [&str; 10] = [
+/// returns at a wakeup; a wait in its home's queue, taken there, and a
+/// wait in another partition's queue, taken by a CPU of its home, returns
+/// through a queue.
+pub const XNODE_CAUSE_BY_VIA: [&str; 11] = [
     "return_wakeup",
     "spill_wakeup",
     "evict",
@@ -47,6 +48,7 @@ pub const XNODE_CAUSE_BY_VIA: [&str; 10] = [
     "return_queued",
     "return_queued",
     "steal",
+    "return_queued",
     "balancer",
     "other",
 ];

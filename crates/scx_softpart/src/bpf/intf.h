@@ -68,6 +68,7 @@ enum sp_via {
 	SP_VIA_ENQUEUE_IDLE,
 	SP_VIA_QUEUE_OWN,	/* set in running(), from the queue's partition */
 	SP_VIA_QUEUE_STEAL,
+	SP_VIA_QUEUE_HOME,	/* a steal by a CPU of its home: a return */
 	SP_VIA_REHOME,		/* counted instead of the others after a home change */
 	SP_VIA_OTHER,
 	SP_NR_VIA,
@@ -209,6 +210,7 @@ _Static_assert(SP_XNODE_OF(SP_VIA_RETURN_SLICE) == SP_STAT_XNODE_RETURN_SLICE, "
 _Static_assert(SP_XNODE_OF(SP_VIA_ENQUEUE_IDLE) == SP_STAT_XNODE_ENQUEUE_IDLE, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_OWN) == SP_STAT_XNODE_QUEUE_OWN, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_STEAL) == SP_STAT_XNODE_QUEUE_STEAL, "xnode order");
+_Static_assert(SP_XNODE_OF(SP_VIA_QUEUE_HOME) == SP_STAT_XNODE_QUEUE_HOME, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_REHOME) == SP_STAT_XNODE_REHOME, "xnode order");
 _Static_assert(SP_XNODE_OF(SP_VIA_OTHER) == SP_STAT_XNODE_OTHER, "xnode order");
 

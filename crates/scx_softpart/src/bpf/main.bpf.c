@@ -549,6 +549,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	tctx->put_back_at = 0;
 	if (tctx->part_queued)
 		tctx->via = tctx->part_queued - 1 == part_of_cpu(cpu) ? SP_VIA_QUEUE_OWN :
+			    homed_on(tctx, cpu)			      ? SP_VIA_QUEUE_HOME :
 									SP_VIA_QUEUE_STEAL;
 	tctx->part_queued = 0;
 	tctx->started_ns = now;
