@@ -348,24 +348,37 @@ fn steals_not_deferred_without_owners(r: &Results) -> Result<String> {
 /// A CPU of one node out of work takes the other node's waiting task
 /// (steal.toml): idle CPUs steal, the steals are a large share of the
 /// homed instances' cross-node moves (xnode_queue_steal), and the
-/// instances cross the nodes less often than under eevdf, at eevdf's CPU
-/// time.
+/// instances cross the nodes at most 0.7x as often as under eevdf, at
+/// eevdf's CPU time (medians of the scenario's runs; eevdf's own moves
+/// vary about 2x between runs).
 fn idle_cpus_steal(r: &Results) -> Result<String> {
-    let figures = |policy: &str| -> Result<(f64, f64)> {
-        let run = r.run_of("steal", policy)?;
-        let wall = run.wall_ns as f64 / 1e9;
-        let cross: u64 = run.groups.values().map(|g| g.counters.migrations[3]).sum();
-        Ok((cross as f64 / wall, granted(run)))
+    let median = |v: &[f64]| Summary::of(v).map_or(0.0, |s| s.median);
+    let figures = |policy: &str| -> Result<(Vec<f64>, f64)> {
+        let runs = r.runs_of("steal", policy)?;
+        let cross: Vec<f64> = runs
+            .iter()
+            .map(|run| {
+                let n: u64 = run.groups.values().map(|g| g.counters.migrations[3]).sum();
+                n as f64 / (run.wall_ns as f64 / 1e9)
+            })
+            .collect();
+        let cpu: Vec<f64> = runs.iter().map(|run| granted(run)).collect();
+        Ok((cross, median(&cpu)))
     };
     let (cross, cpu) = figures("softpart")?;
     let (eevdf_cross, eevdf_cpu) = figures("eevdf")?;
+    let (moves, eevdf_moves) = (median(&cross), median(&eevdf_cross));
     let c = exit_counters(r, "steal", "softpart")?;
     let get = |k: &str| c[k].as_u64().unwrap_or(0);
     let steals = get("dispatch_steal");
     let xnode: u64 = xnode_events().map(get).sum();
     let xsteals = get("xnode_queue_steal");
     let seen = format!(
-        "{steals} steals, {xsteals} of {xnode} cross-node moves by steals, {cross:.0} cross-node moves per s, {cpu:.2} CPU-s per s; eevdf {eevdf_cross:.0}, {eevdf_cpu:.2}",
+        "{steals} steals, {xsteals} of {xnode} cross-node moves by steals (first run); cross-node moves per s {moves:.0} [{}], eevdf {eevdf_moves:.0} [{}] ({:.2}x); {cpu:.2} CPU-s per s, eevdf {eevdf_cpu:.2} (medians of {} runs)",
+        list(&cross),
+        list(&eevdf_cross),
+        moves / eevdf_moves.max(1.0),
+        cross.len()
     );
     if steals < STEAL_MIN {
         bail!("idle CPUs hardly stole, nothing tested: {seen}");
@@ -373,8 +386,13 @@ fn idle_cpus_steal(r: &Results) -> Result<String> {
     if xsteals * 5 < xnode {
         bail!("steals are not a fifth of the cross-node moves: {seen}");
     }
-    if cross >= eevdf_cross {
-        bail!("the homed instances crossed the nodes as often as under eevdf: {seen}");
+    if eevdf_moves < 20.0 {
+        bail!("eevdf hardly crossed the nodes, nothing to compare: {seen}");
+    }
+    if moves > 0.7 * eevdf_moves {
+        bail!(
+            "the homed instances crossed the nodes more than 0.7x as often as under eevdf: {seen}"
+        );
     }
     if cpu < eevdf_cpu * 0.9 {
         bail!("stealing with the wait cost CPU time: {seen}");
