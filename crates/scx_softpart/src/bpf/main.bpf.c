@@ -319,7 +319,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	struct queue_head qh;
-	bool busy, held, kept;
+	bool busy, held, kept, ahead = false;
 
 	if (release_pending)
 		release_throttled();
@@ -328,13 +328,15 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	qh = queue_head(own);
 	held = busy && head_held_elsewhere(&qh, cpu);
 	kept = busy && !held && owner_keeps_cpu(prev, &qh, cpu);
+	if (busy && !held && !kept)
+		kept = ahead = prev_not_behind(prev, &qh, cpu, own);
 
 	/* What runs next here, unless another partition is owed the CPU. */
 	if (((qh.found && !held && !kept) || busy) &&
 	    pull_behind(cpu, own, qh.found && !held && !kept ? qh.vtime : prev->scx.dsq_vtime))
 		return;
 	if (held || kept) {
-		stat_inc(held ? SP_STAT_HELD_SKIP : SP_STAT_OWNER_KEPT);
+		stat_inc(held ? SP_STAT_HELD_SKIP : ahead ? SP_STAT_PREV_AHEAD : SP_STAT_OWNER_KEPT);
 	} else {
 		struct task_ctx *passed = busy ? hold_visitor_for_passing(prev, cpu, own) : NULL;
 
@@ -380,12 +382,14 @@ bool BPF_STRUCT_OPS(softpart_yield, struct task_struct *from,
 	s32 cpu = scx_bpf_task_cpu(from);
 	struct task_ctx *tctx;
 
+	tctx = lookup_tctx(from);
 	if (to || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) ||
 	    scx_bpf_dsq_nr_queued(part_dsq(part_of_cpu(cpu)))) {
 		from->scx.slice = 0;
+		if (tctx)
+			tctx->yielded = 1;
 		return false;
 	}
-	tctx = lookup_tctx(from);
 	if (tctx && homed(tctx) && tctx->at_home != 1)
 		stat_inc(SP_STAT_YIELD_KEPT_AWAY);
 	stat_inc(SP_STAT_YIELD_KEPT);
@@ -541,6 +545,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->kthread_queued = 0;
+	tctx->yielded = 0;
 	tctx->run_vtime = p->scx.dsq_vtime;
 	cap_slice(p, tctx);
 	now = now_ns();

@@ -224,6 +224,33 @@ static bool owner_keeps_cpu(struct task_struct *prev, const struct queue_head *q
 }
 
 /*
+ * Busy @cpu's @prev, at its slice end, is not behind its partition's head
+ * @qh on the vtime clock: it runs on, as EEVDF keeps the current task while
+ * it is eligible with the earliest deadline. Handed over whatever the
+ * vtimes, a task that is owed CPU time waits in the queue for the next
+ * slice end among the partition's CPUs, or for a slice where it is held
+ * for its CPU (head_held_elsewhere()): a CPU-bound task then gets a share
+ * of a CPU well under what its cgroup is entitled to. A task that yielded
+ * to a waiting task hands over: that is what sched_yield() asks. So does a
+ * visitor (a task homed away from @cpu): it gets the CPUs this partition's
+ * tasks leave, not turns it keeps from them (owner_keeps_cpu() is the
+ * other half), and what it is owed comes from its home's CPUs
+ * (pull_behind()).
+ */
+static bool prev_not_behind(struct task_struct *prev, const struct queue_head *qh, s32 cpu,
+			    u32 own)
+{
+	struct task_ctx *pctx;
+
+	if (!qh->found)
+		return false;
+	pctx = lookup_tctx(prev);
+	if (pctx && (pctx->yielded || homed_outside(pctx, cpu)))
+		return false;
+	return !time_before(qh->vtime, task_vtime(prev, pctx, own));
+}
+
+/*
  * When each partition last took a head from another (pull_behind()).
  * Written on a pull only; read by its own CPUs.
  */

@@ -75,6 +75,8 @@ struct task_ctx {
 	u32 rehomed;
 	/* --diag: the CPU that passed this visitor for a homeless task, + 1 */
 	u32 passed_cpu;
+	/* gave up its CPU with sched_yield() to a waiting task; cleared when it runs */
+	u32 yielded;
 	/* its cgroup's slot (cgroup.bpf.h); SP_NO_CGROUP: none */
 	u32 cg_slot;
 	u64 run_vtime;		/* vtime it last started running with */
