@@ -209,8 +209,10 @@ fn yields_away_kept(r: &Results) -> Result<String> {
 }
 
 /// Steals in a run of steal.toml over the scheduler's whole run: 118-212
-/// in five runs with the steal wait.
-const STEAL_MIN: u64 = 50;
+/// in five runs with the steal wait; 22 once a task not behind its queue's
+/// head kept its CPU at a slice end (fewer tasks queue). Below this the
+/// steal path was hardly taken and nothing is tested.
+const STEAL_MIN: u64 = 10;
 
 /// The counters of a scheduler run that say what its steals did.
 fn steal_counters(r: &Results, scenario: &str, policy: &str) -> Result<(u64, u64, u64)> {
@@ -386,7 +388,8 @@ fn idle_cpus_steal(r: &Results) -> Result<String> {
     if xsteals * 5 < xnode {
         bail!("steals are not a fifth of the cross-node moves: {seen}");
     }
-    if eevdf_moves < 20.0 {
+    // eevdf's own median was 17-151 per s across boots.
+    if eevdf_moves < 10.0 {
         bail!("eevdf hardly crossed the nodes, nothing to compare: {seen}");
     }
     if moves > 0.7 * eevdf_moves {
