@@ -208,10 +208,10 @@ fn yields_away_kept(r: &Results) -> Result<String> {
     Ok(seen)
 }
 
-/// Steals in a run of steal.toml over the scheduler's whole run: 118-212
-/// in five runs with the steal wait; 22 once a task not behind its queue's
-/// head kept its CPU at a slice end (fewer tasks queue). Below this the
-/// steal path was hardly taken and nothing is tested.
+/// Steals in a run of steal.toml over the scheduler's whole run: 22-30
+/// (few tasks queue, since a task not behind its queue's head keeps its
+/// CPU at a slice end). Below this the steal path was hardly taken and
+/// nothing is tested.
 const STEAL_MIN: u64 = 10;
 
 /// The counters of a scheduler run that say what its steals did.

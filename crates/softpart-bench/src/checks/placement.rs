@@ -261,8 +261,8 @@ fn cross_node_moves_attributed(r: &Results) -> Result<String> {
         .join(", ");
     let seen_text =
         format!("{total} attributed over the run ({parts}) against {seen} seen in the window");
-    // 12-26 in a 6 s window since a task not behind its queue's head keeps
-    // its CPU at a slice end; a handful still checks the accounting.
+    // 12-30 in the 6 s window (few tasks queue, since a task not behind
+    // its queue's head keeps its CPU); a handful still checks the counts.
     if seen < 5 {
         bail!("the instances hardly crossed the nodes, nothing tested: {seen_text}");
     }
