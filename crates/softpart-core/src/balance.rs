@@ -403,6 +403,17 @@ mod tests {
             .collect()
     }
 
+    /// Groups placed already: (load, partition).
+    fn homed(loads: &[(f64, usize)]) -> Vec<Group> {
+        loads
+            .iter()
+            .map(|&(load, h)| Group {
+                load,
+                home: Some(h),
+            })
+            .collect()
+    }
+
     /// Runs periods until nothing moves; returns the settled homes and the
     /// number of periods that moved a group.
     fn settle(parts: &[Part], groups: &mut [Group], h: f64) -> usize {
@@ -489,15 +500,6 @@ mod tests {
     #[test]
     fn over_capacity_the_gain_must_be_in_proportion() {
         let p = parts(2, 4.0);
-        let homed = |loads: &[(f64, usize)]| -> Vec<Group> {
-            loads
-                .iter()
-                .map(|&(load, h)| Group {
-                    load,
-                    home: Some(h),
-                })
-                .collect()
-        };
         // Twice over capacity: moving the 2.0 group gains 0.175, under 10%
         // of the imbalance (0.2): stay.
         let g = homed(&[(6.0, 0), (2.0, 0), (5.3, 1)]);
@@ -567,15 +569,6 @@ mod tests {
                 background: 0.54,
             },
         ];
-        let homed = |loads: &[(f64, usize)]| -> Vec<Group> {
-            loads
-                .iter()
-                .map(|&(load, h)| Group {
-                    load,
-                    home: Some(h),
-                })
-                .collect()
-        };
         let g = homed(&[(4.63, 1), (2.0, 0), (1.0, 0), (1.0, 0)]);
         assert_eq!(moves(&g, &target(&p, &g)), 4);
         assert_eq!(step(&p, &g, 0.1).moved, None);
