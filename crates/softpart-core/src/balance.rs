@@ -332,9 +332,9 @@ pub fn step(parts: &[Part], groups: &[Group], hysteresis: f64) -> Decision {
     // the control plane's answers to one group's polls load that group's
     // partition, is four moves away, and the first of them takes 1.29x to
     // 1.54x (the unit test below). Settled, the imbalance stays within
-    // those margins of the optimum. Every plan that passes
-    // is better than now (it is within half the margin of the optimum),
-    // and the moves it has left only shrink, so groups cannot cycle.
+    // those margins of the optimum. Every plan that passes is better than
+    // now (it is within half the margin of the optimum), and the moves it
+    // has left only shrink, so groups cannot cycle.
     let cur = imbalance(parts, groups, &now);
     let further_moves = moves(&placed, &plan).saturating_sub(1) as f64;
     if cur - best <= hysteresis * (cur.max(1.0) + further_moves) {
