@@ -356,7 +356,7 @@ fn steals_not_deferred_without_owners(r: &Results) -> Result<String> {
 /// homed instances' cross-node moves (xnode_queue_steal), and the
 /// instances cross the nodes at most 0.7x as often as under eevdf, at
 /// eevdf's CPU time (medians of the scenario's runs; eevdf's own moves
-/// vary about 2x between runs).
+/// vary 2-4x between runs).
 fn idle_cpus_steal(r: &Results) -> Result<String> {
     let median = |v: &[f64]| Summary::of(v).map_or(0.0, |s| s.median);
     // Per run: cross-node moves per s; over the runs: the moves counted
