@@ -478,9 +478,6 @@ fn every_scheduler_exits_cleanly(r: &Results) -> Result<String> {
     Ok(format!("{} clean exits", r.exits.len()))
 }
 
-/// The cycles guest-tests/after-abort.toml runs in one boot.
-const ABORT_CYCLES: usize = 6;
-
 /// One cycle of after-abort's control loop, from its log.
 #[derive(Debug, Default, PartialEq)]
 struct AbortCycle {
@@ -571,10 +568,11 @@ fn stale_counts(out: &str) -> Vec<u64> {
         .collect()
 }
 
-/// `seen` is once per cycle, or the test fails naming `what` and `out`.
-fn in_every_cycle(seen: usize, what: &str, out: &str) -> Result<()> {
-    if seen != ABORT_CYCLES {
-        bail!("{what}: {seen} times in {ABORT_CYCLES} cycles:\n{out}");
+/// `seen` is once in each of the `cycles`, or the test fails naming
+/// `what` and `out`.
+fn in_every_cycle(seen: usize, cycles: usize, what: &str, out: &str) -> Result<()> {
+    if seen != cycles {
+        bail!("{what}: {seen} times in {cycles} cycles:\n{out}");
     }
     Ok(())
 }
@@ -588,13 +586,17 @@ fn attaches_after_an_aborted_scheduler_newest(r: &Results) -> Result<String> {
 }
 
 /// Another sched_ext scheduler aborts under load, then scx_softpart
-/// attaches, runs and stops, six times in a boot: no kernel warning
+/// attaches, runs and stops, as many times in a boot as the run's load: no kernel warning
 /// (no_kernel_problems fails the boot on one; this names it), every cycle
 /// clean, every workload loop progressing through every step. `fixed`: the
 /// kernel has the upstream fix, so no left-over direct dispatch may reach
 /// scx_softpart at all.
 fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
     let run = r.run(scenario)?;
+    let expected = run.load as usize;
+    if expected == 0 {
+        bail!("{scenario} asks for no cycles (its load is the number of cycles)");
+    }
     if !run.early_exits.is_empty() {
         bail!("workloads died: {:?}", run.early_exits);
     }
@@ -613,10 +615,10 @@ fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
         bail!("the cycles did not finish: {log}");
     }
     let cycles = abort_cycles(log);
-    in_every_cycle(cycles.len(), "cycles logged", log)?;
+    in_every_cycle(cycles.len(), expected, "cycles logged", log)?;
     let (_, _, fixture) = probe_of(run, "for f in /tmp/fixture")?;
     let aborted = fixture.matches("abort fixture: aborting").count();
-    in_every_cycle(aborted, "the fixture aborted itself", fixture)?;
+    in_every_cycle(aborted, expected, "the fixture aborted itself", fixture)?;
     // Eight timer loops and hackbench's rounds.
     const LOOPS: usize = 9;
     for (i, c) in cycles.iter().enumerate() {
@@ -631,9 +633,19 @@ fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
     }
     let (_, _, exits) = probe_of(run, "for f in /tmp/softpart")?;
     let unregistered = exits.matches("EXIT: unregistered from user space").count();
-    in_every_cycle(unregistered, "scx_softpart ended unregistered", exits)?;
+    in_every_cycle(
+        unregistered,
+        expected,
+        "scx_softpart ended unregistered",
+        exits,
+    )?;
     let stale = stale_counts(exits);
-    in_every_cycle(stale.len(), "scx_softpart printed its counters", exits)?;
+    in_every_cycle(
+        stale.len(),
+        expected,
+        "scx_softpart printed its counters",
+        exits,
+    )?;
     let total: u64 = stale.iter().sum();
     if fixed && total > 0 {
         bail!(
@@ -645,7 +657,7 @@ fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
         .and_then(|c| c.beats.last())
         .map_or(0, |b| b[LOOPS - 1]);
     Ok(format!(
-        "{ABORT_CYCLES} cycles: the fixture aborted itself each time, scx_softpart attached and unregistered each time, no kernel warning; every loop progressed through every step ({hb} hackbench rounds); wakeups that found a left-over direct dispatch, per cycle: {stale:?}"
+        "{expected} cycles: the fixture aborted itself each time, scx_softpart attached and unregistered each time, no kernel warning; every loop progressed through every step ({hb} hackbench rounds); wakeups that found a left-over direct dispatch, per cycle: {stale:?}"
     ))
 }
 
