@@ -586,11 +586,11 @@ fn attaches_after_an_aborted_scheduler_newest(r: &Results) -> Result<String> {
 }
 
 /// Another sched_ext scheduler aborts under load, then scx_softpart
-/// attaches, runs and stops, as many times in a boot as the run's load: no kernel warning
-/// (no_kernel_problems fails the boot on one; this names it), every cycle
-/// clean, every workload loop progressing through every step. `fixed`: the
-/// kernel has the upstream fix, so no left-over direct dispatch may reach
-/// scx_softpart at all.
+/// attaches, runs and stops, as many times in a boot as the run's load:
+/// no kernel warning (no_kernel_problems fails the boot on one; this names
+/// it), every cycle clean, every workload loop progressing through every
+/// step. `fixed`: the kernel has the upstream fix, so no left-over direct
+/// dispatch may reach scx_softpart at all.
 fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
     let run = r.run(scenario)?;
     let expected = run.load as usize;
