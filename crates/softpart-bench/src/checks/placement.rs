@@ -70,8 +70,7 @@ fn homes_keep_instances_at_home(r: &Results) -> Result<String> {
 /// does; hard pinning cannot. Medians over the scenario's runs: in 2 of
 /// 36 runs under scx_softpart (and once in CI) the group got 0.9 CPU less
 /// because workers were not runnable (CPUs idle with no task waiting),
-/// not because a CPU idled while one waited (docs/experiments.md, "A
-/// flaky run in homes_let_an_instance_burst").
+/// not because a CPU idled while one waited.
 fn homes_let_an_instance_burst(r: &Results) -> Result<String> {
     const SCENARIO: &str = "homes-one-instance";
     let per_run = |policy: &str| -> Result<Vec<f64>> {

@@ -656,8 +656,13 @@ fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
         .last()
         .and_then(|c| c.beats.last())
         .map_or(0, |b| b[LOOPS - 1]);
+    let cycles = if expected == 1 {
+        "1 cycle".to_string()
+    } else {
+        format!("{expected} cycles")
+    };
     Ok(format!(
-        "{expected} cycles: the fixture aborted itself each time, scx_softpart attached and unregistered each time, no kernel warning; every loop progressed through every step ({hb} hackbench rounds); wakeups that found a left-over direct dispatch, per cycle: {stale:?}"
+        "{cycles}: the fixture aborted itself each time, scx_softpart attached and unregistered each time, no kernel warning; every loop progressed through every step ({hb} hackbench rounds); wakeups that found a left-over direct dispatch, per cycle: {stale:?}"
     ))
 }
 
