@@ -43,9 +43,10 @@ fn sample_values(out: &str, prefix: &str) -> Vec<f64> {
 
 /// inst0 (two CPU-bound tasks homed on node 0, two of its four CPUs) runs at
 /// home between two scrapes a second apart, the first 2 s after the homes
-/// were given, as an operator's `rate()` over the counters shows it. The
-/// since-start gauge also counts the settling in after the first scan gave
-/// the homes, so it is only checked to be served and a ratio.
+/// were given (the steady state, not the first scan's moment), as an
+/// operator's `rate()` over the counters shows it. The since-start gauge
+/// also counts the time before the first scan gave the homes, so it is
+/// only checked to be served and a ratio.
 fn metrics_scraped(r: &Results) -> Result<String> {
     let (_, _, out) = ops_probe(r, "sleep 2; wget -q -O /tmp/m1")?;
     let series = "softpart_group_run_seconds_total{group=\"/bench/inst0\",where=";
