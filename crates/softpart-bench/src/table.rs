@@ -74,13 +74,26 @@ pub struct RunFigures {
     /// the parent groups' (their children's summed); shown for scenarios
     /// whose groups set a contract or nest.
     pub group_cpu: Vec<(String, f64)>,
-    /// Each leaf group's waits: (name, run-delay p50 in µs, summed run
-    /// delay in task-s per s).
-    pub group_delay: Vec<(String, Option<f64>, f64)>,
+    /// Each leaf group's own figures, in the scenario's order.
+    pub leaves: Vec<LeafFigures>,
     /// The longer observer read as a share of the window: the window's CPU
     /// time is exact to within this share of the machine (None in results
     /// written before reads were timed).
     pub read_share: Option<f64>,
+}
+
+/// One leaf group's figures in a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeafFigures {
+    pub name: String,
+    /// Run delay p50, µs.
+    pub delay_p50_us: Option<f64>,
+    /// Run delay summed, task-s per s.
+    pub delay_sum: f64,
+    /// Its tasks' cross-node migrations, per s.
+    pub xnode_per_s: f64,
+    /// Its share of its CPU time on its home's CPUs (homed groups).
+    pub locality: Option<f64>,
 }
 
 pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFigures> {
@@ -93,18 +106,31 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let mut preempted = vec![0u64; hist::NR_BUCKETS];
     let mut preempted_ns = 0u64;
     let mut group_cpu = Vec::new();
-    let mut group_delay = Vec::new();
+    let mut leaves = Vec::new();
     for g in &sc.groups {
         let Some(r) = run.groups.get(&g.name) else {
             continue;
         };
         let c = &r.counters;
         group_cpu.push((g.name.clone(), c.total_cpu_ns() as f64 / 1e9 / wall));
-        group_delay.push((
-            g.name.clone(),
-            hist::quantile(&c.delay_hist, 0.5).map(|v| v as f64 / 1e3),
-            c.delay_ns as f64 / 1e9 / wall,
-        ));
+        let home = sc.home_cpus(g, topo)?;
+        let on_home = home.as_ref().map(|home| {
+            c.cpu_ns
+                .iter()
+                .enumerate()
+                .filter(|(cpu, _)| home.contains(cpu))
+                .map(|(_, ns)| ns)
+                .sum::<u64>()
+        });
+        leaves.push(LeafFigures {
+            name: g.name.clone(),
+            delay_p50_us: hist::quantile(&c.delay_hist, 0.5).map(|v| v as f64 / 1e3),
+            delay_sum: c.delay_ns as f64 / 1e9 / wall,
+            xnode_per_s: c.migrations[3] as f64 / wall,
+            locality: on_home
+                .filter(|_| c.total_cpu_ns() > 0)
+                .map(|ns| ns as f64 / c.total_cpu_ns() as f64),
+        });
         total_ns += c.total_cpu_ns();
         acct_ns += r.cpuacct_ns.iter().sum::<u64>();
         moves += c.migrations.iter().sum::<u64>();
@@ -127,15 +153,9 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
             }
         }
         preempted_ns += c.preempted_delay_ns;
-        if let Some(home) = sc.home_cpus(g, topo)? {
+        if let Some(ns) = on_home {
             homed_ns += c.total_cpu_ns();
-            home_ns += c
-                .cpu_ns
-                .iter()
-                .enumerate()
-                .filter(|(cpu, _)| home.contains(cpu))
-                .map(|(_, ns)| ns)
-                .sum::<u64>();
+            home_ns += ns;
         }
     }
     // A parent group's CPU time: its leaves' (it holds no tasks itself).
@@ -178,7 +198,7 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let nr_preempted = preempted.iter().sum::<u64>();
     Ok(RunFigures {
         group_cpu,
-        group_delay,
+        leaves,
         locality: (homed && homed_ns > 0).then(|| home_ns as f64 / homed_ns as f64),
         granted: total_ns as f64 / 1e9 / wall,
         granted_cpuacct: acct_ns as f64 / 1e9 / run.cpuacct_wall_s(),
@@ -503,23 +523,40 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
             if sc.is_parent(g) {
                 continue;
             }
-            let delay = |f: &RunFigures| f.group_delay.iter().find(|d| d.0 == g.name).cloned();
-            let rows = rows_of(sc, policies, |load, p| {
-                cell_text(
-                    find(load, p).and_then(|c| c.summary(|f| delay(f).and_then(|d| d.1))),
-                    |x| format!("{x:.0}"),
-                )
-            });
-            let title = format!("run delay p50 of group {} (us)", g.name);
-            write_table(&mut out, &title, &sc.load_label, policies, &rows);
-            let rows = rows_of(sc, policies, |load, p| {
-                cell_text(
-                    find(load, p).and_then(|c| c.summary(|f| delay(f).map(|d| d.2))),
-                    |x| format!("{x:.2}"),
-                )
-            });
-            let title = format!("run delay summed of group {} (task-s per s)", g.name);
-            write_table(&mut out, &title, &sc.load_label, policies, &rows);
+            let leaf = |f: &RunFigures| f.leaves.iter().find(|l| l.name == g.name).cloned();
+            type Of = fn(&LeafFigures) -> Option<f64>;
+            let mut leaf_table = |title: String, of: Of, fmt: fn(f64) -> String| {
+                let rows = rows_of(sc, policies, |load, p| {
+                    cell_text(
+                        find(load, p).and_then(|c| c.summary(|f| leaf(f).and_then(|l| of(&l)))),
+                        fmt,
+                    )
+                });
+                write_table(&mut out, &title, &sc.load_label, policies, &rows);
+            };
+            let name = &g.name;
+            leaf_table(
+                format!("run delay p50 of group {name} (us)"),
+                |l| l.delay_p50_us,
+                |x| format!("{x:.0}"),
+            );
+            leaf_table(
+                format!("run delay summed of group {name} (task-s per s)"),
+                |l| Some(l.delay_sum),
+                |x| format!("{x:.2}"),
+            );
+            leaf_table(
+                format!("cross-node migrations per s of group {name}"),
+                |l| Some(l.xnode_per_s),
+                |x| format!("{x:.1}"),
+            );
+            if g.home.is_some() {
+                leaf_table(
+                    format!("locality of group {name} (% of its CPU time on its home CPUs)"),
+                    |l| l.locality.map(|x| x * 100.0),
+                    |x| format!("{x:.1}"),
+                );
+            }
         }
     }
     let names: std::collections::BTreeSet<&String> = cells
@@ -733,6 +770,18 @@ mod tests {
         assert_eq!(f.xnode_migrations_per_s, 2.0);
         assert_eq!(f.migrations_per_s, 6.0, "6 + 2 + 4 moves over 2 s");
         assert_eq!(f.idle_while_waiting, 2.0, "8 CPUs x 0.5 s over 2 s");
+        let (a, b) = (&f.leaves[0], &f.leaves[1]);
+        assert_eq!((a.name.as_str(), b.name.as_str()), ("a", "b"));
+        assert_eq!(
+            (a.xnode_per_s, a.locality),
+            (2.0, Some(0.75)),
+            "a's own moves and home share"
+        );
+        assert_eq!(
+            (b.xnode_per_s, b.locality),
+            (0.0, None),
+            "b has no home to measure against"
+        );
         let p99 = f.run_delay_p99_us.unwrap();
         assert!((10.0..=11.5).contains(&p99), "{p99}");
         assert_eq!(f.waits_per_s, 50.0, "a's 100 waits over 2 s");
