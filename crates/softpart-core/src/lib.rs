@@ -7,6 +7,7 @@ pub mod control;
 pub mod cpulist;
 pub mod events;
 pub mod hist;
+pub mod home_contract;
 pub mod overfull;
 pub mod partition;
 pub mod pending;
