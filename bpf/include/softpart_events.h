@@ -49,7 +49,8 @@
 	SP_EVENT(PUT_BACK_HELD_AWAY, "of those, visitors (in their home's queue or the one of the partition they run in)") \
 	SP_EVENT(HELD_SKIP, "busy CPUs that left a queue head held for another CPU") \
 	SP_EVENT(OWNER_KEPT, "busy CPUs that kept a task homed there running over a visitor queued there") \
-	SP_EVENT(PREV_AHEAD, "busy CPUs that kept a task running that was not behind its queue's head on the vtime clock") \
+	SP_EVENT(PREV_AHEAD, "busy CPUs that kept a task running whose vtime was below its queue head's") \
+	SP_EVENT(WAIT_BOUND, "queue heads that had waited past the wait bound and took the CPU over every other rule") \
 	SP_EVENT(YIELD_KEPT, "sched_yield() calls with nobody waiting: the task kept its slice") \
 	SP_EVENT(YIELD_KEPT_AWAY, "of those, by a task away from home") \
 	SP_EVENT(STEAL_DEFERRED, "CPUs that went idle leaving another partition's head that ran too recently") \

@@ -153,6 +153,41 @@ impl Contract {
 }
 
 impl Contract {
+    /// What the cgroups homed on each home id are entitled to, in CPUs
+    /// (`homed`: cgroup id -> its home id). A homed cgroup inside another
+    /// homed cgroup counts on its own home, and its entitlement is taken
+    /// off its ancestor's, which includes it. Cgroups without a slot
+    /// (not under the cpu controller, or the table full) count nothing.
+    pub(crate) fn entitled_by_home(
+        &self,
+        slots: &[sp_cgroup],
+        homed: &HashMap<u64, u32>,
+    ) -> HashMap<u32, f64> {
+        let mut out: HashMap<u32, f64> = HashMap::new();
+        for (&cgid, &home) in homed {
+            let Some(v) = self.view.get(&cgid) else {
+                continue;
+            };
+            *out.entry(home).or_default() += v.entitled;
+            // The nearest homed ancestor counted this cgroup's share too.
+            let mut at = slots.get(v.slot).map(|s| s.parent);
+            for _ in 0..256 {
+                let Some(up) = at.and_then(|p| slots.get(p as usize)) else {
+                    break;
+                };
+                if let Some(&up_home) = homed.get(&up.cgid) {
+                    *out.entry(up_home).or_default() -= v.entitled;
+                    break;
+                }
+                at = Some(up.parent);
+            }
+        }
+        for e in out.values_mut() {
+            *e = e.max(0.0);
+        }
+        out
+    }
+
     /// The statistics' view: each cgroup's contract, entitlement and run
     /// time (counted from when its id was first seen in its slot: a slot's
     /// counter goes on from the cgroup that had it before).
@@ -298,6 +333,43 @@ mod tests {
         ];
         assert_eq!(nearest_caps(&looped), vec![None, None]);
         assert_eq!(idle_under(&looped, &[false, false]), vec![false, false]);
+    }
+
+    #[test]
+    fn homed_cgroups_add_up_by_home_without_counting_a_nested_one_twice() {
+        let none = crate::bpf_intf::softpart_consts_SP_NO_CGROUP;
+        // root (0) -> a (1) -> a1 (2); root -> b (3); all busy.
+        let mut slots = vec![
+            slot(1, none, 100),
+            slot(2, 0, 100),
+            slot(3, 1, 100),
+            slot(4, 0, 300),
+        ];
+        let sums = |nr: i64| CgroupSums {
+            weight: 100 * nr,
+            nr,
+            run_ns: 0,
+        };
+        let runnable = vec![sums(0), sums(4), sums(4), sums(8)];
+        let mut c = Contract::default();
+        for _ in 0..100 {
+            c.refresh(&mut slots, &runnable, 8.0);
+        }
+        let entitled = |cgid| c.view[&cgid].entitled;
+        // a (with a1) 2 CPUs, b 6: b's 8 threads could use 8.
+        assert!((entitled(2) - 2.0).abs() < 0.01, "{}", entitled(2));
+        assert!((entitled(4) - 6.0).abs() < 0.01, "{}", entitled(4));
+        // a homed on home 0, a1 on home 1, b on home 0 too.
+        let homed = HashMap::from([(2, 0), (3, 1), (4, 0)]);
+        let by_home = c.entitled_by_home(&slots, &homed);
+        // a1 (weight 100) beside a's own four tasks (400): a fifth of a's 2.
+        let a1 = entitled(3);
+        assert!((a1 - 0.4).abs() < 0.01, "{a1}");
+        assert!((by_home[&0] - (8.0 - a1)).abs() < 0.01, "{by_home:?}");
+        assert!((by_home[&1] - a1).abs() < 0.01, "{by_home:?}");
+        // A cgroup the contract has not seen counts nothing.
+        let by_home = c.entitled_by_home(&slots, &HashMap::from([(99, 2)]));
+        assert!(by_home.is_empty(), "{by_home:?}");
     }
 
     #[test]

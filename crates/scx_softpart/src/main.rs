@@ -41,8 +41,9 @@ use machine::Machine;
 use scx_stats::prelude::StatsServer;
 use scx_utils::{Topology, UserExitInfo, scx_ops_attach, scx_ops_load, uei_exited, uei_report};
 use softpart_core::cpulist;
+use softpart_core::home_contract::{HomeDemand, short_homes};
 use softpart_core::softness::{Softness, mean_util, smooth_util};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write as _;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -253,6 +254,9 @@ struct Scheduler<'a> {
     softness: Softness,
     /// The cgroup CPU contract: each cgroup's smoothed load.
     contract: contract::Contract,
+    /// Per home id, whether its tenants are entitled beyond its CPUs, as
+    /// last written to the fast path (`entitled_beyond`).
+    short_homes: Vec<bool>,
     /// Smoothed per-CPU utilisation and the busy counters it was read from.
     util: Vec<f64>,
     last_busy: Vec<u64>,
@@ -365,6 +369,7 @@ impl<'a> Scheduler<'a> {
             calls,
             softness: opts.softness,
             contract: contract::Contract::default(),
+            short_homes: vec![false; homes::MAX_HOMES],
             util: vec![0.0; nr],
             last_busy: vec![0; nr],
             last_util_at: std::time::Instant::now(),
@@ -457,6 +462,59 @@ impl<'a> Scheduler<'a> {
         if let Some(bss) = self.skel.maps.bss_data.as_mut() {
             self.contract
                 .refresh(&mut bss.cgroups[..used], &runnable, cpus);
+        }
+        self.refresh_short_homes(used);
+    }
+
+    /// Which homes' tenants are entitled to more than their CPUs
+    /// (softpart_core::home_contract): their tasks then compete by vtime
+    /// with other homes' owners. Written only where a flag changed.
+    fn refresh_short_homes(&mut self, used: usize) {
+        let Some(bss) = self.skel.maps.bss_data.as_mut() else {
+            return;
+        };
+        let homed: HashMap<u64, u32> = self
+            .cgroup_groups
+            .iter()
+            .filter_map(|(&cgid, label)| Some((cgid, self.homes.find(label)?)))
+            .collect();
+        let entitled = self.contract.entitled_by_home(&bss.cgroups[..used], &homed);
+        let ids: Vec<u32> = self.homes.iter().map(|(id, _)| id).collect();
+        let demands: Vec<HomeDemand> = self
+            .homes
+            .iter()
+            .map(|(id, home)| HomeDemand {
+                cpus: home.cpus.clone(),
+                entitled: entitled.get(&id).copied().unwrap_or(0.0),
+            })
+            .collect();
+        let was: Vec<bool> = ids
+            .iter()
+            .map(|&id| self.short_homes.get(id as usize).copied().unwrap_or(false))
+            .collect();
+        let mut now = vec![false; self.short_homes.len()];
+        for (&id, short) in ids.iter().zip(short_homes(&demands, &was)) {
+            if let Some(s) = now.get_mut(id as usize) {
+                *s = short;
+            }
+        }
+        for (id, (&is, old)) in now.iter().zip(self.short_homes.iter_mut()).enumerate() {
+            if is != *old
+                && let Some(flag) = bss.entitled_beyond.get_mut(id)
+            {
+                *flag = is as u32;
+                *old = is;
+                let label = self.homes.get(id as u32).map_or("?", |h| h.label.as_str());
+                let total = entitled.get(&(id as u32)).copied().unwrap_or(0.0);
+                info!(
+                    "home of {label}: {} (its tenants entitled to {total:.2} CPUs)",
+                    if is {
+                        "entitled beyond its CPUs, its tasks compete by vtime with other homes' owners"
+                    } else {
+                        "within its CPUs again"
+                    }
+                );
+            }
         }
     }
 

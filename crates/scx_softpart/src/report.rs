@@ -160,12 +160,23 @@ impl Scheduler<'_> {
 
     /// One JSON line with the fast path's counters, for tests and scripts.
     pub(crate) fn print_counters(&self) {
-        let events = counters::events(&counters::cpu_stats(&self.skel.maps));
-        let fields: Vec<String> = EVENT_NAMES
+        let per_cpu = counters::cpu_stats(&self.skel.maps);
+        let events = counters::events(&per_cpu);
+        let mut fields: Vec<String> = EVENT_NAMES
             .iter()
             .zip(events)
             .map(|(n, v)| format!("\"{n}\":{v}"))
             .collect();
+        // The longest wait and (--diag) the most rounds any task waited.
+        let most = |f: fn(&crate::bpf_intf::sp_cpu_stats) -> u64| per_cpu.iter().map(f).max();
+        fields.push(format!(
+            "\"max_delay_ns\":{}",
+            most(|c| c.max_delay_ns).unwrap_or(0)
+        ));
+        fields.push(format!(
+            "\"max_wait_rounds\":{}",
+            most(|c| c.max_wait_rounds).unwrap_or(0)
+        ));
         info!(
             "exit counters: {{\"softpart_counters\":{{{}}}}}",
             fields.join(",")

@@ -19,10 +19,14 @@
  * starts it again.
  *
  * A refill that ends a throttle hands the cgroup's slot to the CPUs
- * (parks_released): the next CPU to dispatch moves the parked tasks back
- * to their partitions' queues and kicks idle CPUs there, within a slice
- * on a busy machine. The timer does not move them itself: moving tasks
- * between DSQs is certain only from ops.dispatch on every kernel we run on.
+ * (parks_released) and kicks the CPU the timer fired on: the next CPU to
+ * dispatch moves up to SP_RELEASE_BATCH parked tasks back to their
+ * partitions' queues and kicks idle CPUs there, and hands the rest on to
+ * the next dispatch. So a release runs within a slice on a busy machine,
+ * and at once on an idle one, where every task may be parked and nothing
+ * else would call dispatch. The timer does not move them itself: moving
+ * tasks between DSQs is certain only from ops.dispatch on every kernel we
+ * run on.
  *
  * Only a capped cgroup's counters are written by many CPUs (atomically);
  * a task in no capped cgroup costs one read of its slot's cap_up.
@@ -32,6 +36,11 @@
 
 /* How many capped cgroups above a task are charged: nesting beyond is rare. */
 #define SP_CAP_DEPTH 4
+/*
+ * Parked tasks one dispatch moves back at most, over all the cgroups it
+ * releases: each is a move and an idle-CPU pick under the run-queue lock.
+ */
+#define SP_RELEASE_BATCH 32
 #define SP_S64_MAX ((s64)(~0ULL >> 1))
 
 /* Budgets, per slot; read by the control plane for the statistics. */
@@ -54,6 +63,19 @@ struct {
 	__uint(max_entries, 2 * SP_MAX_CGROUPS);
 	__type(value, u32);
 } parks_released SEC(".maps");
+
+/*
+ * What is left of this CPU's release batch (release_throttled()). Kept in
+ * a map, not a local: a counter the verifier tracks exactly would make
+ * each turn of the queue's loop a state of its own, and the loops would
+ * not converge.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} release_left SEC(".maps");
 
 /*
  * Set after a push to parks_released; read at every dispatch. Global, not
@@ -100,6 +122,18 @@ static __always_inline u32 cap_above(const struct sp_cgroup *cg)
 }
 
 /*
+ * The clock refills are measured on: the timer's own (CLOCK_MONOTONIC).
+ * Not now_ns(): the timer fires from an interrupt, often on an idle CPU,
+ * whose run-queue clock may not have been updated since it went idle, and
+ * a refill measured on it would find less time since the last than has
+ * passed, and add less than the quota for it.
+ */
+static __always_inline u64 refill_clock(void)
+{
+	return bpf_ktime_get_ns();
+}
+
+/*
  * A new contract for @slot (at cgroup_init and cpu.max writes): its own cap
  * or the one above it heads its chain at once; the control plane fixes its
  * descendants' at its next period. A fresh budget of one quota; tasks parked
@@ -113,7 +147,7 @@ static void budget_reset(u32 slot, struct sp_cgroup *cg, bool release)
 	if (!b)
 		return;
 	b->left_ns = capped(cg) ? quota_ns(cg) : 0;
-	b->refilled_at = now_ns();
+	b->refilled_at = refill_clock();
 	if (b->throttled_at) {
 		b->throttled_ns += now_ns() - b->throttled_at;
 		b->throttled_at = 0;
@@ -134,6 +168,21 @@ static void budget_clear_counts(u32 slot)
 }
 
 static int budget_refill(void *map, u32 *key, struct cg_timer *t);
+
+
+/*
+ * Hands @slot's parked tasks to the CPUs (release_throttled()) and kicks
+ * this CPU if it is idle, so that a dispatch comes even when nothing else
+ * would: on a machine whose only runnable tasks are parked, every CPU is
+ * idle and no wakeup may come for a whole period or more.
+ */
+static void hand_release(u32 slot)
+{
+	if (bpf_map_push_elem(&parks_released, &slot, 0))
+		return;
+	release_pending = 1;
+	scx_bpf_kick_cpu(bpf_get_smp_processor_id(), SCX_KICK_IDLE);
+}
 
 /* Starts @slot's refill timer if it is not running. */
 static void budget_arm(u32 slot, struct sp_cgroup *cg, struct sp_cg_budget *b)
@@ -166,7 +215,7 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 	struct sp_cgroup *cg = cgroup_at(slot);
 	struct sp_cg_budget *b = budget_at(slot);
 	s64 old, new, top, add;
-	u64 now = now_ns(), period;
+	u64 now = now_ns(), period, at;
 	bool parked;
 	u32 i;
 
@@ -175,20 +224,21 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 	parked = scx_bpf_dsq_nr_queued(park_dsq(slot)) > 0;
 	if (!cg->cgid || !capped(cg)) {
 		b->armed = 0;
-		if (parked && !bpf_map_push_elem(&parks_released, &slot, 0))
-			release_pending = 1;
+		if (parked)
+			hand_release(slot);
 		return 0;
 	}
 	top = budget_cap_ns(cg);
 	/* The quota for the time since the last refill, at most a full budget. */
 	period = cg->period_us * 1000;
 	add = quota_ns(cg);
-	if (b->refilled_at && time_before(b->refilled_at, now) && period) {
-		u64 since = now - b->refilled_at;
+	at = refill_clock();
+	if (b->refilled_at && time_before(b->refilled_at, at) && period) {
+		u64 since = at - b->refilled_at;
 
 		add = since >= 2 * period ? top : (s64)(quota_ns(cg) * since / period);
 	}
-	b->refilled_at = now;
+	b->refilled_at = at;
 	old = b->left_ns;
 	new = old;
 	bpf_for(i, 0, 4) {
@@ -200,13 +250,12 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 			break;
 	}
 	if (old <= 0 && new > 0) {
-		u64 at = b->throttled_at;
+		at = b->throttled_at;
 
 		b->throttled_at = 0;
-		if (at)
+		if (at && time_before(at, now))
 			b->throttled_ns += now - at;
-		if (!bpf_map_push_elem(&parks_released, &slot, 0))
-			release_pending = 1;
+		hand_release(slot);
 	}
 	/*
 	 * Idle for a whole period: stop. Disarm first, then look again, so
@@ -321,7 +370,7 @@ static __always_inline void park(struct task_struct *p, u32 by, u64 enq_flags)
  * the kernel unthrottles a cfs_rq with its entities' vruntimes as they
  * were; the queue's bounds (task_vtime()) then apply to each.
  */
-static void release_parked(u32 slot)
+static void release_parked(u32 slot, u32 *left)
 {
 	struct task_struct *p;
 	u64 shift = 0;
@@ -333,6 +382,9 @@ static void release_parked(u32 slot)
 		const struct cpumask *cpus;
 		s32 cpu;
 
+		if (!*left)
+			break;
+		(*left)--;
 		if (by != SP_NO_CGROUP) {
 			if (by != slot)
 				scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, park_dsq(by), 0);
@@ -350,8 +402,11 @@ static void release_parked(u32 slot)
 					   clamp_vtime(p->scx.dsq_vtime + shift, p, tctx, part));
 		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, part_dsq(part), 0))
 			continue;
-		if (tctx)
+		if (tctx) {
 			tctx->part_queued = part + 1;
+			if (diag)
+				tctx->queued_round = part_rounds(part);
+		}
 		stat_inc(SP_STAT_UNPARKED);
 		cpus = part_cpus(part);
 		cpu = cpus ? pick_idle(cpus, scx_bpf_task_cpu(p), 0) : -1;
@@ -361,20 +416,34 @@ static void release_parked(u32 slot)
 }
 
 /*
- * At a dispatch, when a refill ended a throttle (release_pending): release
- * a few cgroups' parked tasks; more are left for the next dispatch.
+ * At a dispatch, when a refill ended a throttle (release_pending): move
+ * back up to SP_RELEASE_BATCH parked tasks of the cgroups handed over, in
+ * the order they were; a cgroup with more left goes to the back of the
+ * line for the next dispatch, which the CPUs kicked for the tasks moved
+ * make soon even on an idle machine.
  */
 static void release_throttled(void)
 {
-	u32 slot, i;
+	u32 zero = 0, slot, i, *left;
 
+	left = bpf_map_lookup_elem(&release_left, &zero);
+	if (!left)
+		return;
+	*left = SP_RELEASE_BATCH;
 	release_pending = 0;
 	bpf_for(i, 0, 8) {
 		if (bpf_map_pop_elem(&parks_released, &slot))
 			return;
-		release_parked(slot);
+		release_parked(slot, left);
+		if (scx_bpf_dsq_nr_queued(park_dsq(slot)) > 0 &&
+		    throttled_by(slot) == SP_NO_CGROUP &&
+		    !bpf_map_push_elem(&parks_released, &slot, 0))
+			release_pending = 1;
+		if (!*left)
+			break;
 	}
-	release_pending = 1;
+	if (!bpf_map_peek_elem(&parks_released, &slot))
+		release_pending = 1;
 }
 
 #endif /* __SOFTPART_BANDWIDTH_BPF_H */

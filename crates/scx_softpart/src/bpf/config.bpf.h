@@ -60,6 +60,12 @@ u64 homes_gen = 1;			/* bumped on every change of homes */
 u32 allowed_first[SP_MAX_HOMES];	/* softness: search the allowed set first */
 /* A balanced home whose partition is over-full: no steal wait (head_stealable()). */
 u32 steal_now[SP_MAX_HOMES];
+/*
+ * A home whose tenants' cgroups are entitled to more CPU time than its CPUs
+ * give (softpart_core::home_contract): its tasks compete by vtime with the
+ * owners of other homes on their CPUs (contract_reaches()).
+ */
+u32 entitled_beyond[SP_MAX_HOMES];
 
 /*
  * The clock of every timestamp here: the CPU's run-queue clock
@@ -119,6 +125,12 @@ static __always_inline bool softness_says_allowed_first(u32 hid)
 static __always_inline bool home_steals_now(u32 hid)
 {
 	return home_flag(steal_now, hid);
+}
+
+/* The home's tenants are entitled beyond its CPUs. */
+static __always_inline bool home_entitled_beyond(u32 hid)
+{
+	return home_flag(entitled_beyond, hid);
 }
 
 static __always_inline u64 part_dsq(u32 part)

@@ -182,6 +182,9 @@ struct sp_cpu_stats {
 	u64 nr_delays;
 	u64 steals;	/* tasks it took from other partitions */
 	u64 foreign_ns;	/* its time running tasks homed elsewhere */
+	u64 max_delay_ns;	/* the longest wait that ended on this CPU */
+	/* --diag: the most slices started in a task's partition while it waited there */
+	u64 max_wait_rounds;
 	struct sp_hist delay_hist;
 };
 

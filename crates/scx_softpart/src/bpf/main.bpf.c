@@ -21,14 +21,15 @@
  *   (queue.bpf.h).
  * - CPU time is charged in vtime at each cgroup's rate, so that cgroups
  *   get what cpu.weight entitles them to (cgroup.bpf.h); each partition
- *   keeps its own vtime clock (task.bpf.h).
+ *   keeps its own vtime clock (part.bpf.h).
  *
  * Everything that needs history (softness, group balancing) lives in the
  * Rust control plane; this file reads what it was given. The helpers are
  * by topic: config (options, topology), stats (per-CPU counters), cpu
  * (per-CPU state), idle (idle lookups), cgroup (the cgroup CPU contract),
- * task (task context, homes), place (wakeups), queue (holds, steals,
- * fairness across partitions), home (the way home).
+ * part (per-partition state, the vtime clocks), task (task context,
+ * homes), place (wakeups), queue (holds, steals, fairness across
+ * partitions), home (the way home).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -46,6 +47,7 @@ UEI_DEFINE(uei);
 #include "cpu.bpf.h"
 #include "idle.bpf.h"
 #include "cgroup.bpf.h"
+#include "part.bpf.h"
 #include "task.bpf.h"
 #include "bandwidth.bpf.h"
 #include "place.bpf.h"
@@ -256,7 +258,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 					keep_last(p, task_cpu, enq_flags);
 					return;
 				}
-				part = queue_part_away(p, home, task_cpu);
+				part = queue_part_away(p, tctx, home, task_cpu);
 			}
 		} else {
 			home = and_allowed(p, tctx, part_cpus(part));
@@ -315,26 +317,51 @@ static __always_inline bool task_throttled(struct task_struct *p)
 	return tctx && throttled_by(tctx->cg_slot) != SP_NO_CGROUP;
 }
 
+/*
+ * @prev keeps @cpu for another slice without a pass through running(): a
+ * slice starts all the same, and the partition's clock advances with it,
+ * at most at the wall clock's rate (advance_part_clock_kept()). Without
+ * this, with every CPU of a partition running such tasks, the clock would
+ * stand still while they ran on, until the queue's bounds (task_vtime())
+ * put them level with the tasks waiting. A visitor leaves the clock alone:
+ * its vtime is its home's.
+ */
+static __always_inline void refill_started(struct task_struct *prev, s32 cpu, u32 own)
+{
+	struct task_ctx *tctx = lookup_tctx(prev);
+
+	count_round(own);
+	if (tctx && !away_on(tctx, cpu))
+		advance_part_clock_kept(own, prev->scx.dsq_vtime);
+}
+
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	struct queue_head qh;
-	bool busy, held, kept, ahead = false;
+	bool busy, held, kept, ahead = false, overdue;
 
 	if (release_pending)
 		release_throttled();
 	/* A throttled prev is parked by enqueue(): the CPU is as good as free. */
 	busy = prev && (prev->scx.flags & SCX_TASK_QUEUED) && !task_throttled(prev);
 	qh = queue_head(own);
-	held = busy && head_held_elsewhere(&qh, cpu);
-	kept = busy && !held && owner_keeps_cpu(prev, &qh, cpu);
-	if (busy && !held && !kept)
+	/* Past the wait bound, the head runs next: no rule below keeps it waiting. */
+	overdue = head_overdue(&qh, now_ns());
+	held = busy && !overdue && head_held_elsewhere(&qh, cpu);
+	kept = busy && !overdue && !held && owner_keeps_cpu(prev, &qh, cpu);
+	if (busy && !overdue && !held && !kept)
 		kept = ahead = prev_not_behind(prev, &qh, cpu, own);
 
 	/* What runs next here, unless another partition is owed the CPU. */
-	if (((qh.found && !held && !kept) || busy) &&
-	    pull_behind(cpu, own, qh.found && !held && !kept ? qh.vtime : prev->scx.dsq_vtime))
+	if (overdue) {
+		stat_inc(SP_STAT_WAIT_BOUND);
+	} else if (qh.found && !held && !kept) {
+		if (pull_behind(cpu, own, qh.vtime, qh.tctx))
+			return;
+	} else if (busy && pull_behind(cpu, own, prev->scx.dsq_vtime, lookup_tctx(prev))) {
 		return;
+	}
 	if (held || kept) {
 		stat_inc(held ? SP_STAT_HELD_SKIP : ahead ? SP_STAT_PREV_AHEAD : SP_STAT_OWNER_KEPT);
 	} else {
@@ -362,8 +389,10 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	 * fairness among a group's tasks cost two cross-node moves per turn
 	 * (docs/decisions.md).
 	 */
-	if (!should_go_home(prev, cpu))
+	if (!should_go_home(prev, cpu)) {
 		prev->scx.slice = slice_ns;
+		refill_started(prev, cpu, own);
+	}
 }
 
 /*
@@ -538,19 +567,27 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now;
 
-	advance_part_clock(tctx && tctx->part_queued ? tctx->part_queued - 1 : part_of_cpu(cpu),
-			   p->scx.dsq_vtime);
+	if (!tctx || !tctx->queued_at_lead)
+		advance_part_clock(tctx && tctx->part_queued ? tctx->part_queued - 1 :
+							     part_of_cpu(cpu),
+				   p->scx.dsq_vtime);
+	count_round(part_of_cpu(cpu));
 	set_claimed(cpu, 0);
 	count_kthread_ran(cpu, tctx && tctx->kthread_queued);
 	if (!tctx)
 		return;
 	tctx->kthread_queued = 0;
 	tctx->yielded = 0;
+	tctx->queued_at_lead = 0;
 	tctx->run_vtime = p->scx.dsq_vtime;
 	cap_slice(p, tctx);
 	now = now_ns();
-	if (diag)
+	if (diag) {
 		count_diag_on_run(tctx, cpu);
+		if (tctx->part_queued)
+			record_wait_rounds(part_rounds(tctx->part_queued - 1) - tctx->queued_round -
+					   (tctx->part_queued - 1 == part_of_cpu(cpu)));
+	}
 	tctx->put_back_at = 0;
 	if (tctx->part_queued)
 		tctx->via = tctx->part_queued - 1 == part_of_cpu(cpu) ? SP_VIA_QUEUE_OWN :

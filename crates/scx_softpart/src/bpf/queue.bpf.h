@@ -129,24 +129,6 @@ static __always_inline bool head_held_elsewhere(const struct queue_head *qh, s32
  * make. Owners queueing say they want their partition's CPUs: visitors
  * then wait at home, and do not take turns from the owners there.
  */
-static u32 queue_part_away(struct task_struct *p, const struct cpumask *home, s32 task_cpu)
-{
-	u32 part = part_of_cpu(task_cpu);
-	struct queue_head qh;
-	const struct cpumask *owner_home;
-
-	if (!bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr) || owner_queued_lately(part))
-		return home_part(home);
-	qh = queue_head(part);
-	if (qh.found && qh.tctx) {
-		owner_home = home_of(qh.tctx);
-		if (owner_home && home_part(owner_home) == part)
-			return home_part(home);
-	}
-	stat_inc(SP_STAT_QUEUE_AWAY);
-	return part;
-}
-
 /*
  * Is @tctx (NULL: no context) a homed task whose home holds @cpu (@holds)
  * or does not (!@holds)? A task without a home is neither.
@@ -166,6 +148,51 @@ static __always_inline bool homed_on(struct task_ctx *tctx, s32 cpu)
 static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
 {
 	return homed_by(tctx, cpu, false);
+}
+
+/*
+ * Does the cgroup contract let @visitor, a task homed away from @cpu,
+ * compete by vtime with @owner, a task homed on @cpu? Only when the
+ * visitor's home is entitled beyond its CPUs and the owner's is not
+ * (entitled_beyond[]): homes decide where a tenant runs first, and an
+ * owner keeps its home's CPUs from visitors, but not from a tenant the
+ * contract entitles to more than its own home has while the owner's
+ * tenants fit in theirs. Then the vtime clock, which charges each cgroup
+ * at its entitlement's rate, decides: an owner within its entitlement is
+ * ahead on it and still runs first.
+ */
+static __always_inline bool contract_reaches(struct task_ctx *visitor, struct task_ctx *owner,
+					     s32 cpu)
+{
+	return visitor && owner && home_entitled_beyond(visitor->home_id) &&
+	       !home_entitled_beyond(owner->home_id) && homed_outside(visitor, cpu) &&
+	       homed_on(owner, cpu);
+}
+
+static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
+			   const struct cpumask *home, s32 task_cpu)
+{
+	u32 part = part_of_cpu(task_cpu);
+	struct queue_head qh;
+	const struct cpumask *owner_home;
+
+	if (!bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr))
+		return home_part(home);
+	/* Entitled beyond its home: it waits where it runs, by vtime with the owners. */
+	if (home_entitled_beyond(tctx->home_id)) {
+		stat_inc(SP_STAT_QUEUE_AWAY);
+		return part;
+	}
+	if (owner_queued_lately(part))
+		return home_part(home);
+	qh = queue_head(part);
+	if (qh.found && qh.tctx) {
+		owner_home = home_of(qh.tctx);
+		if (owner_home && home_part(owner_home) == part)
+			return home_part(home);
+	}
+	stat_inc(SP_STAT_QUEUE_AWAY);
+	return part;
 }
 
 /*
@@ -217,16 +244,33 @@ static bool owner_keeps_cpu(struct task_struct *prev, const struct queue_head *q
 	if (!qh->found || !homed_outside(qh->tctx, cpu))
 		return false;
 	pctx = lookup_tctx(prev);
-	if (!pctx)
+	if (!pctx || contract_reaches(qh->tctx, pctx, cpu))
 		return false;
 	home = home_of(pctx);
 	return home && bpf_cpumask_test_cpu(cpu, home);
 }
 
 /*
- * Busy @cpu's @prev, at its slice end, is not behind its partition's head
- * @qh on the vtime clock: it runs on, as EEVDF keeps the current task while
- * it is eligible with the earliest deadline. Handed over whatever the
+ * The wait bound: has the queue head @qh waited longer than any task may
+ * (lead_cap(): SP_MAX_LEAD_NS, under cpu.idle SP_MAX_LEAD_IDLE_NS) since
+ * it became runnable? Then it takes the CPU over every rule that would
+ * keep another task there (a hold, an owner, a task ahead of it on the
+ * clock) or take one from another partition. The vtime clock alone bounds
+ * the wait only as far as the clocks advance and ties hand over; this
+ * bound rests on nothing but time.
+ */
+static __always_inline bool head_overdue(const struct queue_head *qh, u64 now)
+{
+	struct task_ctx *tctx = qh->tctx;
+
+	return qh->found && tctx && tctx->runnable_at &&
+	       !time_before(now, tctx->runnable_at + lead_cap(tctx));
+}
+
+/*
+ * Busy @cpu's @prev, at its slice end, is behind its partition's head
+ * @qh on the vtime clock (strictly: a tie hands over): it runs on, as EEVDF
+ * keeps the current task while it is eligible with the earliest deadline. Handed over whatever the
  * vtimes, a task that is owed CPU time waits in the queue for the next
  * slice end among the partition's CPUs, or for a slice where it is held
  * for its CPU (head_held_elsewhere()): a CPU-bound task then gets a share
@@ -245,16 +289,12 @@ static bool prev_not_behind(struct task_struct *prev, const struct queue_head *q
 	if (!qh->found)
 		return false;
 	pctx = lookup_tctx(prev);
-	if (pctx && (pctx->yielded || homed_outside(pctx, cpu)))
+	if (pctx && (pctx->yielded ||
+		     (homed_outside(pctx, cpu) && !contract_reaches(pctx, qh->tctx, cpu))))
 		return false;
-	return !time_before(qh->vtime, task_vtime(prev, pctx, own));
+	/* A tie hands over: tasks saturated at the same lead take turns. */
+	return time_before(task_vtime(prev, pctx, own), qh->vtime);
 }
-
-/*
- * When each partition last took a head from another (pull_behind()).
- * Written on a pull only; read by its own CPUs.
- */
-u64 part_pulled_at[SP_MAX_PARTS];
 
 /*
  * Fairness across partitions: a queue head of another partition behind
@@ -268,25 +308,30 @@ u64 part_pulled_at[SP_MAX_PARTS];
  * Half the credit: below it, so that a deficit shows before the queue's
  * clamp (task_vtime()) forgives it; well above the slice or two partitions
  * progressing at the same rate drift apart by, so that they do not trade
- * tasks. Never a homed head onto a CPU outside its home: homes decide
- * where a tenant runs, and its CPU time beyond them comes from idle CPUs
- * (steal_or_idle()); pulling it out would move the instance off its node
- * whenever its home is the busier one.
- * One pull per partition per half the credit: a pulled task speeds up the
- * partition it left by its share only, so that partition's clock closes
- * the gap over the following slices; pulling at every dispatch until then
+ * tasks. Never a homed head onto a CPU outside its home, unless the
+ * contract reaches there (contract_reaches(): its home is entitled beyond
+ * its CPUs, and @next, what @cpu would run, is an owner of a home that is
+ * not): homes decide where a tenant runs, and otherwise its CPU time
+ * beyond them comes from idle CPUs (steal_or_idle()); pulling it out
+ * would move the instance off its node whenever its home is the busier
+ * one.
+ * One pull per partition per half the credit (part_state.pulled_at): a
+ * pulled task speeds up the partition it left by its share only, so that
+ * partition's clock closes the gap over the following slices; pulling at every dispatch until then
  * would take every head of a queue that far behind, and the overshoot
  * would send tasks back the other way.
  */
-static bool pull_behind(s32 cpu, u32 own, u64 vtime)
+static bool pull_behind(s32 cpu, u32 own, u64 vtime, struct task_ctx *next)
 {
+	struct part_state *ps = part_state(own);
 	u64 now;
 	u32 i;
 
-	if (own >= SP_MAX_PARTS)
+	if (!ps)
 		return false;
 	now = now_ns();
-	if (part_pulled_at[own] && time_before(now, part_pulled_at[own] + slice_lag_ns / 2))
+	/* Written on a pull only; read by the partition's own CPUs. */
+	if (ps->pulled_at && time_before(now, ps->pulled_at + slice_lag_ns / 2))
 		return false;
 	bpf_for(i, 1, nr_parts) {
 		u32 idx = own * SP_MAX_PARTS + i, part;
@@ -297,11 +342,11 @@ static bool pull_behind(s32 cpu, u32 own, u64 vtime)
 		part = part_order[idx];
 		qh = queue_head(part);
 		if (!qh.found || held_for_other(qh.tctx, cpu) ||
-		    homed_outside(qh.tctx, cpu) ||
+		    (homed_outside(qh.tctx, cpu) && !contract_reaches(qh.tctx, next, cpu)) ||
 		    !time_before(qh.vtime + slice_lag_ns / 2, vtime))
 			continue;
 		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
-			part_pulled_at[own] = now;
+			ps->pulled_at = now;
 			stat_inc(SP_STAT_PULL_BEHIND);
 			return true;
 		}

@@ -99,8 +99,19 @@ static void record_delay(u32 hid, struct sp_group_stats *gs, u64 delay)
 	if (cs) {
 		cs->delay_ns += delay;
 		cs->nr_delays++;
+		if (delay > cs->max_delay_ns)
+			cs->max_delay_ns = delay;
 		hist_add(&cs->delay_hist, delay);
 	}
+}
+
+/* --diag: a task waited @rounds slices of its partition's CPUs in its queue. */
+static __always_inline void record_wait_rounds(u64 rounds)
+{
+	struct sp_cpu_stats *cs = this_cpu_stats();
+
+	if (cs && rounds > cs->max_wait_rounds)
+		cs->max_wait_rounds = rounds;
 }
 
 static __always_inline void count_steal(void)

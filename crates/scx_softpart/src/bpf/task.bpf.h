@@ -80,6 +80,13 @@ struct task_ctx {
 	/* its cgroup's slot (cgroup.bpf.h); SP_NO_CGROUP: none */
 	u32 cg_slot;
 	u64 run_vtime;		/* vtime it last started running with */
+	/*
+	 * queued at its queue's lead cap (clock + lead_cap()): its start does
+	 * not move the clock (running())
+	 */
+	u32 queued_at_lead;
+	/* --diag: its queue's rounds (part_state.rounds) when it was queued */
+	u64 queued_round;
 	/* counted runnable in cg_runnable: in this slot, with this weight */
 	u32 counted_slot;
 	u32 counted_weight;
@@ -206,31 +213,6 @@ static const struct cpumask *and_allowed(struct task_struct *p, struct task_ctx 
 	return cast_mask(tctx->scratch);
 }
 
-/*
- * Each partition's vtime clock: the largest vtime a task queued there has
- * started running with. One per partition, as EEVDF keeps one per
- * runqueue: a task waiting in one queue is clamped against that queue's
- * progress only. With one clock for all, the partition whose tasks
- * progress fastest would set it, and every task of a slower partition
- * would be clamped to the same point behind it, forgetting the weights
- * that put them apart. Written by the partition's CPUs only, without
- * atomics: a lost update lowers the clock by a slice at most, and the
- * next start raises it.
- */
-static u64 part_vtime_now[SP_MAX_PARTS];
-
-static __always_inline u64 part_clock(u32 part)
-{
-	return part < SP_MAX_PARTS ? part_vtime_now[part] : 0;
-}
-
-/* @p, queued in @part (or run from there), starts running at its vtime. */
-static __always_inline void advance_part_clock(u32 part, u64 vtime)
-{
-	if (part < SP_MAX_PARTS && time_before(part_vtime_now[part], vtime))
-		part_vtime_now[part] = vtime;
-}
-
 static __always_inline u64 lead_cap(struct task_ctx *tctx)
 {
 	struct sp_cgroup *cg = tctx ? cgroup_at(tctx->cg_slot) : NULL;
@@ -247,11 +229,10 @@ static __always_inline u64 lead_cap(struct task_ctx *tctx)
  * deadline. The second leaves a task put back after its run where that
  * run put it, however far a late tick let the slice run over, and brings
  * one that comes from a partition whose clock is ahead to this clock plus
- * that run. The clock advances at about the wall clock's rate
- * (cgroup.bpf.h), so the third bounds a waiting task's wait to about
- * SP_MAX_LEAD_NS, far from the kernel's 30 s watchdog: a task gets at
- * least a slice per SP_MAX_LEAD_NS (about 1% of a CPU) however low its
- * weight, as a cgroup of weight 1 does under EEVDF (a task under cpu.idle:
+ * that run. The third keeps the vtimes of one queue within SP_MAX_LEAD_NS
+ * of its clock; the wait itself is bounded by age (head_overdue(),
+ * queue.bpf.h), which no ordering overrides: a task gets at least a slice
+ * per SP_MAX_LEAD_NS however low its weight (a task under cpu.idle: per
  * SP_MAX_LEAD_IDLE_NS).
  */
 static __always_inline u64 clamp_vtime(u64 vtime, struct task_struct *p, struct task_ctx *tctx,
@@ -270,6 +251,21 @@ static __always_inline u64 clamp_vtime(u64 vtime, struct task_struct *p, struct 
 	else if (time_before(vtime_now + ahead, vtime))
 		vtime = vtime_now + ahead;
 	return vtime;
+}
+
+/*
+ * Was @vtime, where a task of @tctx queues in @part, put at the lead cap?
+ * Such a task (a cgroup charged far above its entitlement: a weight of 1
+ * beside 10,000) is SP_MAX_LEAD_NS ahead of the clock, and when it runs
+ * (the wait bound, an idle CPU) it runs out of the clock's order: were its
+ * start to move the clock, the clock would jump by the lead, every task
+ * behind would be lifted level with it, and the next task waiting at the
+ * lead cap would run that much sooner: a weight of 1 would get turns far
+ * more often than one per SP_MAX_LEAD_NS.
+ */
+static __always_inline bool at_lead_cap(struct task_ctx *tctx, u32 part, u64 vtime)
+{
+	return !time_before(vtime, part_clock(part) + lead_cap(tctx));
 }
 
 static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx, u32 part)
@@ -299,39 +295,44 @@ static __always_inline void runnable_off(struct task_ctx *tctx)
 }
 
 /*
- * When a task homed in each partition last queued there (an owner
- * waiting): visitors then wait at their own homes (queue_part_away()).
- * Written by the partition's CPUs with plain stores, at most once per
- * eighth of a slice, so that the line is not bounced at every enqueue.
+ * When a task homed in @part last queued there (an owner waiting):
+ * visitors then wait at their own homes (queue_part_away()). Written by the
+ * partition's CPUs with plain stores, at most once per eighth of a slice,
+ * so that the line is not bounced at every enqueue.
  */
-u64 part_owner_queued_at[SP_MAX_PARTS];
-
 static __always_inline void note_owner_queued(struct task_ctx *tctx, u32 part)
 {
 	const struct cpumask *home = home_of(tctx);
+	struct part_state *ps = part_state(part);
 	u64 now;
 
-	if (!home || home_part(home) != part || part >= SP_MAX_PARTS)
+	if (!home || home_part(home) != part || !ps)
 		return;
 	now = now_ns();
-	if (!time_before(now, part_owner_queued_at[part] + slice_ns / 8))
-		part_owner_queued_at[part] = now;
+	if (!time_before(now, ps->owner_queued_at + slice_ns / 8))
+		ps->owner_queued_at = now;
 }
 
 /* Has a task homed in @part queued there within the last slice? */
 static __always_inline bool owner_queued_lately(u32 part)
 {
-	return part < SP_MAX_PARTS &&
-	       time_before(now_ns(), part_owner_queued_at[part] + slice_ns);
+	struct part_state *ps = part_state(part);
+
+	return ps && time_before(now_ns(), ps->owner_queued_at + slice_ns);
 }
 
 /* Queue @p in @part's queue by vtime, remembering where it waits. */
 static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
 					  u32 part, u64 enq_flags)
 {
-	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, task_vtime(p, tctx, part), enq_flags);
+	u64 vtime = task_vtime(p, tctx, part);
+
+	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, vtime, enq_flags);
 	if (tctx) {
 		tctx->part_queued = part + 1;
+		tctx->queued_at_lead = at_lead_cap(tctx, part, vtime);
+		if (diag)
+			tctx->queued_round = part_rounds(part);
 		note_owner_queued(tctx, part);
 	}
 }
