@@ -5,6 +5,7 @@ use super::*;
 
 pub(super) const TESTS: &[(&str, Check)] = &[
     ("weights_split_contended_cpus", weights_split),
+    ("weights_hold_across_homes", weights_across_homes),
     ("cpu_bound_thread_gets_its_cpu", cpu_bound_gets_its_cpu),
     ("cpu_max_caps_hold", cpu_max_caps),
     (
@@ -44,6 +45,49 @@ fn weights_split(r: &Results) -> Result<String> {
     }
     Ok(format!(
         "heavy {heavy:.2}, light {light:.2} CPUs ({ratio:.2}x; entitled 6 and 2; eevdf {ev_heavy:.2} and {ev_light:.2})"
+    ))
+}
+
+/// Tenants homed on different nodes with different weights, and a capped
+/// one without a home: each within 10% of its entitlement and of eevdf's
+/// figure; the light owner keeps its node (all it is entitled to fits
+/// there) and the heavy tenant runs at home for all of it that fits (4 of
+/// its 5.25 CPUs), less a tenth for the way there and back.
+fn weights_across_homes(r: &Results) -> Result<String> {
+    let sp = r.run_of("homes-contract", "softpart")?;
+    let ev = r.run_of("homes-contract", "eevdf")?;
+    let mut out = Vec::new();
+    for (name, entitled) in [("light", 1.75), ("heavy", 5.25), ("capped", 1.0)] {
+        let (got, ev_got) = (cpus_of(sp, name)?, cpus_of(ev, name)?);
+        if (got - entitled).abs() > 0.1 * entitled || (got - ev_got).abs() > 0.1 * ev_got {
+            bail!(
+                "{name} got {got:.2} CPUs: entitled to {entitled}, eevdf gave it {ev_got:.2}; \
+                 expected within 10% of both"
+            );
+        }
+        out.push(format!("{name} {got:.2} of {entitled} (eevdf {ev_got:.2})"));
+    }
+    let (light, heavy) = (
+        locality(sp, &[("light", 0..4)]),
+        locality(sp, &[("heavy", 4..8)]),
+    );
+    let heavy_needed = 4.0 / 5.25;
+    if light < 0.9 || heavy < 0.9 * heavy_needed {
+        bail!(
+            "locality: light {:.0}% on its node (expected >= 90%), heavy {:.0}% (expected >= \
+             {:.0}%, 90% of the {:.0}% that fits at home)",
+            light * 100.0,
+            heavy * 100.0,
+            90.0 * heavy_needed,
+            100.0 * heavy_needed
+        );
+    }
+    Ok(format!(
+        "{}; at home: light {:.0}%, heavy {:.0}% (fits: {:.0}%)",
+        out.join(", "),
+        light * 100.0,
+        heavy * 100.0,
+        heavy_needed * 100.0
     ))
 }
 

@@ -12,6 +12,7 @@ mod observer;
 mod placement;
 mod reliability;
 mod service;
+mod waits;
 
 use crate::plan::{GuestInfo, Message, RunResult, SchedulerExit};
 use crate::scenario::Scenario;
@@ -39,6 +40,7 @@ fn tests() -> impl Iterator<Item = &'static (&'static str, Check)> {
         cli::TESTS,
         balancer::TESTS,
         contract::TESTS,
+        waits::TESTS,
         service::TESTS,
     ]
     .into_iter()
