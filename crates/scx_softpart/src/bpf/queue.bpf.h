@@ -268,8 +268,8 @@ static __always_inline bool head_overdue(const struct queue_head *qh, u64 now)
 }
 
 /*
- * Busy @cpu's @prev, at its slice end, is behind its partition's head
- * @qh on the vtime clock (strictly: a tie hands over): it runs on, as EEVDF
+ * Busy @cpu's @prev, at its slice end, is not behind its partition's head
+ * @qh on the vtime clock: it runs on, as EEVDF
  * keeps the current task while it is eligible with the earliest deadline. Handed over whatever the
  * vtimes, a task that is owed CPU time waits in the queue for the next
  * slice end among the partition's CPUs, or for a slice where it is held
@@ -292,8 +292,7 @@ static bool prev_not_behind(struct task_struct *prev, const struct queue_head *q
 	if (pctx && (pctx->yielded ||
 		     (homed_outside(pctx, cpu) && !contract_reaches(pctx, qh->tctx, cpu))))
 		return false;
-	/* A tie hands over: tasks saturated at the same lead take turns. */
-	return time_before(task_vtime(prev, pctx, own), qh->vtime);
+	return !time_before(qh->vtime, task_vtime(prev, pctx, own));
 }
 
 /*
