@@ -39,6 +39,7 @@
 	SP_EVENT(UNPARKED, "parked tasks released to their partition's queue after a refill") \
 	SP_EVENT(THROTTLE_PREEMPT, "running tasks switched out when their cgroup ran out of budget") \
 	SP_EVENT(CGROUP_NO_SLOT, "cgroups created while the cgroup table was full (charged as plain tasks)") \
+	SP_EVENT(CGROUP_REFUSED, "cgroups refused at creation: their park queue could not be made") \
 	SP_EVENT(IDLE_RECHECK, "CPUs going idle that saw work queued meanwhile") \
 	SP_EVENT(HOME_RESOLVE, "task homes looked up again after a change") \
 	SP_EVENT(RETURN_IDLE, "tasks away from home sent back to an idle CPU there") \
@@ -51,6 +52,7 @@
 	SP_EVENT(OWNER_KEPT, "busy CPUs that kept a task homed there running over a visitor queued there") \
 	SP_EVENT(PREV_AHEAD, "busy CPUs that kept a task running whose vtime was below its queue head's") \
 	SP_EVENT(WAIT_BOUND, "queue heads that had waited past the wait bound and took the CPU over every other rule") \
+	SP_EVENT(REENQUEUED, "tasks queued on a CPU a higher class (RT, deadline) took, moved to their partition's queue") \
 	SP_EVENT(YIELD_KEPT, "sched_yield() calls with nobody waiting: the task kept its slice") \
 	SP_EVENT(YIELD_KEPT_AWAY, "of those, by a task away from home") \
 	SP_EVENT(STEAL_DEFERRED, "CPUs that went idle leaving another partition's head that ran too recently") \

@@ -68,6 +68,37 @@ pub(crate) fn open_skel<'a>(
     // update_idle() only re-checks the queues; the kernel's idle masks,
     // which every pick uses, must stay on.
     skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
+    // Test-only (guest tests): cgroups of this name fail at creation as if
+    // their park queue could not be allocated.
+    if let Some(name) = std::env::var_os("SOFTPART_TEST_FAIL_PARK_DSQ") {
+        let name = name.as_encoded_bytes();
+        let dst = &mut skel
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("no rodata")?
+            .fail_park_dsq_for;
+        let n = name.len().min(dst.len() - 1);
+        for (d, &b) in dst.iter_mut().zip(&name[..n]) {
+            *d = b as _;
+        }
+        warn!(
+            "test-only SOFTPART_TEST_FAIL_PARK_DSQ: cgroups named {name:?} are refused",
+            name = String::from_utf8_lossy(name)
+        );
+    }
+    // Tasks queued on a CPU an RT or deadline task takes go elsewhere:
+    // through ops.cpu_release up to 6.18; from 6.19, which deprecates it
+    // (and logs so at load), a sched_switch program re-enqueues instead.
+    let reenq_anywhere = scx_utils::compat::ksym_exists("scx_bpf_reenqueue_local___v2")
+        .unwrap_or(false)
+        || scx_utils::compat::ksym_exists("scx_bpf_dsq_reenq").unwrap_or(false);
+    if reenq_anywhere {
+        skel.struct_ops.softpart_ops_mut().cpu_release = std::ptr::null_mut();
+        skel.struct_ops.softpart_ops_mut().cpu_acquire = std::ptr::null_mut();
+    } else {
+        skel.progs.softpart_class_switch.set_autoload(false);
+    }
     // cpu.max changes reach the scheduler through ops.cgroup_set_bandwidth
     // (6.17 and later); without it the kernel would refuse the whole ops.
     if !scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth")

@@ -42,6 +42,7 @@
  */
 #define SP_RELEASE_BATCH 32
 #define SP_S64_MAX ((s64)(~0ULL >> 1))
+#define SP_TEST_NAME_LEN 32
 
 /* Budgets, per slot; read by the control plane for the statistics. */
 struct sp_cg_budget cg_budgets[SP_MAX_CGROUPS];
@@ -87,6 +88,39 @@ u32 release_pending;
 static __always_inline u64 park_dsq(u32 slot)
 {
 	return SP_PARK_DSQ_BASE + slot;
+}
+
+/*
+ * Test-only: the name of cgroups whose park queue is not made, as if the
+ * kernel had failed to allocate it (set from SOFTPART_TEST_FAIL_PARK_DSQ
+ * at load, never from an option). Empty: none.
+ */
+const volatile char fail_park_dsq_for[SP_TEST_NAME_LEN];
+
+static bool park_dsq_fails_for(struct cgroup *cgrp)
+{
+	char name[SP_TEST_NAME_LEN] = {};
+	u32 i;
+
+	if (!fail_park_dsq_for[0])
+		return false;
+	if (bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(cgrp, kn, name)) < 0)
+		return false;
+	bpf_for(i, 0, SP_TEST_NAME_LEN) {
+		if (name[i] != fail_park_dsq_for[i])
+			return false;
+		if (!name[i])
+			return true;
+	}
+	return true;
+}
+
+/* @cgrp's park queue, in @slot. */
+static s32 create_park_dsq(struct cgroup *cgrp, u32 slot)
+{
+	if (park_dsq_fails_for(cgrp))
+		return -ENOMEM;
+	return scx_bpf_create_dsq(park_dsq(slot), -1);
 }
 
 static __always_inline struct sp_cg_budget *budget_at(u32 slot)

@@ -29,6 +29,26 @@ static __always_inline void set_visitor(s32 cpu, u32 val)
 }
 
 /*
+ * Marks @cpu as held by a higher class (@taken) or given back; written
+ * only by @cpu itself (cpu_release/cpu_acquire, or its sched_switch).
+ */
+static __always_inline void set_taken(s32 cpu, u32 taken)
+{
+	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+
+	if (cc && cc->taken != taken)
+		cc->taken = taken;
+}
+
+/* Does a higher class hold @cpu? Its local queue is then no place to wait. */
+static __always_inline bool cpu_taken(s32 cpu)
+{
+	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+
+	return cc && cc->taken;
+}
+
+/*
  * --diag: when @cpu was last handed a task while idle (0 once it runs a
  * task or goes idle again), so that a spill while a home CPU has such a
  * claim pending is told apart (SP_STAT_SPILL_CLAIMED). Not inlined: inlined

@@ -199,7 +199,7 @@ struct sp_cpu_ctx {
 	u32 visitor;		/* running a visitor: its home's partition + 1; else 0 */
 	u32 kthreads_queued;	/* per-CPU kthreads woken into its local queue, not run yet */
 	u32 scan_cursor;	/* where its bounded idle scan goes on */
-	u32 pad0;
+	u32 taken;		/* a higher class (RT, deadline) holds it */
 	u64 idle_since;		/* when it last went idle; 0 while busy */
 	u64 pad[2];
 };

@@ -150,7 +150,7 @@ static bool wait_behind_kthreads(struct task_struct *p, const struct cpumask *ho
 	u32 cpu_part = part_of_cpu(task_cpu);
 
 	if ((enq_flags & SCX_ENQ_WAKEUP) || !bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr) ||
-	    !kthreads_only_ahead(task_cpu, cpu_part))
+	    cpu_taken(task_cpu) || !kthreads_only_ahead(task_cpu, cpu_part))
 		return false;
 	if (part != cpu_part && home && home_hosts_visitor(home))
 		return false;
@@ -165,9 +165,9 @@ static bool wait_behind_kthreads(struct task_struct *p, const struct cpumask *ho
  * partition going idle before the kicked one wakes, and run away from a
  * home with room.
  */
-static bool enqueue_to_idle_home(struct task_struct *p, struct task_ctx *tctx,
-				 const struct cpumask *home, u32 part, s32 task_cpu,
-				 u64 enq_flags)
+static __always_inline bool enqueue_to_idle_home(struct task_struct *p, struct task_ctx *tctx,
+					  const struct cpumask *home, u32 part, s32 task_cpu,
+					  u64 enq_flags)
 {
 	s32 cpu;
 
@@ -223,6 +223,30 @@ static void enqueue_and_kick(struct task_struct *p, struct task_ctx *tctx,
 	}
 }
 
+/*
+ * @p waited in the local queue of @task_cpu, which a higher class (an RT
+ * or deadline task) took: the kernel hands it back (reenqueue_local()).
+ * Or it is queued while that class holds @task_cpu. It goes to its
+ * partition's queue, never to that CPU's local queue, and an
+ * idle CPU it may run on is kicked for it; a busy CPU of the partition
+ * takes it by vtime at its next slice end. A task that may run only on
+ * @task_cpu has nowhere else to go: the usual path puts it back.
+ */
+static bool requeue_taken(struct task_struct *p, struct task_ctx *tctx, s32 task_cpu,
+			  u32 part, u64 enq_flags)
+{
+	s32 cpu;
+
+	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p))
+		return false;
+	queue_in_part(p, tctx, part, enq_flags);
+	stat_inc(SP_STAT_REENQUEUED);
+	cpu = pick_idle(p->cpus_ptr, task_cpu, 0);
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
+}
+
 void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
@@ -243,6 +267,10 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 	}
+
+	if (((enq_flags & SCX_ENQ_REENQ) || cpu_taken(task_cpu)) &&
+	    requeue_taken(p, tctx, task_cpu, part, enq_flags))
+		return;
 
 	if (tctx) {
 		hold_away = tctx->hold_away;
@@ -595,6 +623,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 									SP_VIA_QUEUE_STEAL;
 	tctx->part_queued = 0;
 	tctx->started_ns = now;
+	tctx->exec_ns = p->se.sum_exec_runtime;
 	count_run_start(tctx, cpu, now);
 }
 
@@ -610,14 +639,24 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
 	const struct cpumask *home;
 	struct sp_group_stats *gs;
-	u64 now = now_ns(), ran;
+	u64 now = now_ns(), ran, exec = p->se.sum_exec_runtime;
 
+	/*
+	 * cpu.max is charged what cpu.stat counts: the kernel's own run time
+	 * (the task clock, which leaves out interrupt time), as the fair
+	 * class charges its bandwidth. The wall time since the task started
+	 * also holds the interrupts it sat through; charged that, a group
+	 * on CPUs that take many of them got a fraction of its quota.
+	 */
+	if (exec > tctx->exec_ns) {
+		budget_charge(tctx->cg_slot, exec - tctx->exec_ns);
+		tctx->exec_ns = exec;
+	}
 	if (!tctx->started_ns || now <= tctx->started_ns)
 		return;
 	ran = now - tctx->started_ns;
 	tctx->started_ns = now;
 	p->scx.dsq_vtime += vtime_cost(ran, tctx->cg_slot, p->scx.weight);
-	budget_charge(tctx->cg_slot, ran);
 	count_cgroup_run(tctx->cg_slot, ran);
 	if (cc)
 		cc->busy_ns += ran;
@@ -713,7 +752,10 @@ void BPF_STRUCT_OPS(softpart_cgroup_move, struct task_struct *p,
  * A cgroup of the cpu controller appears (or is there when softpart
  * attaches, parents first): give it a slot with its contract. A full table
  * leaves the cgroup's tasks charged as plain tasks, counted in
- * cgroup_no_slot; failing would fail the cgroup's creation.
+ * cgroup_no_slot; failing would fail the cgroup's creation. A park queue
+ * that cannot be made fails it: nothing of the slot is left set, and the
+ * cgroup's storage says it has none, so no task of it is ever charged to
+ * another cgroup's slot.
  */
 s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 			    struct scx_cgroup_init_args *args)
@@ -733,12 +775,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 		stat_inc(SP_STAT_CGROUP_NO_SLOT);
 		return 0;
 	}
+	cgc->slot = SP_NO_CGROUP;
 	/* Where its tasks wait while it is throttled; -EEXIST: kept from a predecessor. */
-	ret = scx_bpf_create_dsq(park_dsq(slot), -1);
+	ret = create_park_dsq(cgrp, slot);
 	if (ret && ret != -EEXIST) {
 		cg->cgid = 0;
-		stat_inc(SP_STAT_CGROUP_NO_SLOT);
-		return 0;
+		stat_inc(SP_STAT_CGROUP_REFUSED);
+		return ret;
 	}
 	cgc->slot = slot;
 	if (cgrp->level > 0) {
@@ -764,6 +807,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 	return 0;
 }
 
+/*
+ * The cgroup is gone. Its park queue is destroyed only when empty: a task
+ * that left it may still have been parked there by a stale view of its
+ * chain, and destroying a queue with tasks on it is an error that ends
+ * the scheduler. A queue kept is released at the next dispatch (its tasks
+ * go where their cgroups now say) and serves the slot's next cgroup.
+ */
 void BPF_STRUCT_OPS(softpart_cgroup_exit, struct cgroup *cgrp)
 {
 	u32 slot = slot_of(cgrp);
@@ -771,10 +821,12 @@ void BPF_STRUCT_OPS(softpart_cgroup_exit, struct cgroup *cgrp)
 
 	if (!cg)
 		return;
-	/* No task is left in it: its park DSQ is empty. */
-	scx_bpf_destroy_dsq(park_dsq(slot));
 	set_bandwidth(cg, 100000, ~0ULL, 0);
 	budget_reset(slot, cg, false);
+	if (scx_bpf_dsq_nr_queued(park_dsq(slot)))
+		hand_release(slot);
+	else
+		scx_bpf_destroy_dsq(park_dsq(slot));
 	cg->rate = 0;
 	cg->parent = SP_NO_CGROUP;
 	/* Last: the slot is free once its id is 0. */
@@ -958,6 +1010,49 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 	return init_partitions();
 }
 
+/*
+ * A higher class takes @cpu: what waits in its local queue goes back
+ * through enqueue() (requeue_taken()), to run elsewhere. The kernels that
+ * deprecate this callback (6.19 and later) get class_switch() instead; the
+ * control plane loads one or the other.
+ */
+void BPF_STRUCT_OPS(softpart_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	set_taken(cpu, 1);
+	scx_bpf_reenqueue_local();
+}
+
+/* The higher class gave @cpu back. */
+void BPF_STRUCT_OPS(softpart_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
+{
+	set_taken(cpu, 0);
+}
+
+#ifndef MAX_RT_PRIO
+#define MAX_RT_PRIO 100
+#endif
+
+/*
+ * The same where the kernel re-enqueues from anywhere (6.19 and later): a
+ * switch to a task of a higher class (prio below MAX_RT_PRIO: RT,
+ * deadline, stop) with tasks waiting in this CPU's local queue.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(softpart_class_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+
+	if (next->prio >= MAX_RT_PRIO) {
+		set_taken(cpu, 0);
+		return 0;
+	}
+	set_taken(cpu, 1);
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
+		scx_bpf_reenqueue_local_from_anywhere();
+	return 0;
+}
+
 void BPF_STRUCT_OPS(softpart_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);
@@ -985,6 +1080,10 @@ SCX_OPS_DEFINE(softpart_ops,
 	       .cgroup_set_idle	= (void *)softpart_cgroup_set_idle,
 	       .init_task	= (void *)softpart_init_task,
 	       .exit_task	= (void *)softpart_exit_task,
+	       .cpu_release	= (void *)softpart_cpu_release,
+	       .cpu_acquire	= (void *)softpart_cpu_acquire,
 	       .init		= (void *)softpart_init,
 	       .exit		= (void *)softpart_exit,
+	       /* The kernel's watchdog, explicit: see docs/decisions.md. */
+	       .timeout_ms	= 30000,
 	       .name		= "softpart");

@@ -52,6 +52,7 @@ struct task_ctx {
 	struct bpf_cpumask __kptr *scratch;
 	u64 gen;		/* homes_gen the home was resolved at */
 	u64 started_ns;		/* last charged */
+	u64 exec_ns;		/* its se.sum_exec_runtime when last charged */
 	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
 	s32 last_cpu;		/* where it last ran; -1 before its first run */
 	u32 home_id;
