@@ -22,6 +22,7 @@ pub const WORKLOADS: &[&str] = &[
     "sysbench",
     "redis-server",
     "redis-benchmark",
+    "chrt",
 ];
 
 pub struct Kernel {

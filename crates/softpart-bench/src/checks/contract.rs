@@ -8,6 +8,7 @@ pub(super) const TESTS: &[(&str, Check)] = &[
     ("weights_hold_across_homes", weights_across_homes),
     ("cpu_bound_thread_gets_its_cpu", cpu_bound_gets_its_cpu),
     ("cpu_max_caps_hold", cpu_max_caps),
+    ("a_capped_group_alone_gets_its_quota", capped_alone),
     (
         "throttled_tasks_moved_or_killed_go_on",
         throttled_tasks_go_on,
@@ -50,7 +51,7 @@ fn weights_split(r: &Results) -> Result<String> {
 
 /// Tenants homed on different nodes with different weights, and a capped
 /// one without a home: each within 10% of its entitlement and of eevdf's
-/// figure; the light owner keeps its node (all it is entitled to fits
+/// figure (where eevdf is itself within 10% of the entitlement); the light owner keeps its node (all it is entitled to fits
 /// there) and the heavy tenant runs at home for most of what fits (4 of
 /// its 5.25 CPUs; 64-70% against 76% in guests, the homeless capped
 /// tenant's CPU moving with it): at least 3/4 of it.
@@ -60,7 +61,12 @@ fn weights_across_homes(r: &Results) -> Result<String> {
     let mut out = Vec::new();
     for (name, entitled) in [("light", 1.75), ("heavy", 5.25), ("capped", 1.0)] {
         let (got, ev_got) = (cpus_of(sp, name)?, cpus_of(ev, name)?);
-        if (got - entitled).abs() > 0.1 * entitled || (got - ev_got).abs() > 0.1 * ev_got {
+        // eevdf's figure is a reference only where eevdf itself keeps the
+        // contract (within 10% of the entitlement); it strayed 26% once.
+        let ev_keeps = (ev_got - entitled).abs() <= 0.1 * entitled;
+        if (got - entitled).abs() > 0.1 * entitled
+            || (ev_keeps && (got - ev_got).abs() > 0.1 * ev_got)
+        {
             bail!(
                 "{name} got {got:.2} CPUs: entitled to {entitled}, eevdf gave it {ev_got:.2}; \
                  expected within 10% of both"
@@ -90,6 +96,32 @@ fn weights_across_homes(r: &Results) -> Result<String> {
         heavy * 100.0,
         heavy_needed * 100.0
     ))
+}
+
+/// A group capped above one CPU alone on an idle machine, measured by
+/// cpu.stat's usage (the kernel's count, which cpu.max is defined
+/// against): within 5% of its quota, or, where eevdf in the same boot is
+/// further off, within 2% more than eevdf is. Every task is parked each
+/// period, and only the refill brings a CPU back for them. Below one CPU
+/// see README's limits.
+fn capped_alone(r: &Results) -> Result<String> {
+    let fig = |policy: &str| -> Result<f64> {
+        crate::table::probe_figures(r.run_of("capped-alone-above", policy)?)
+            .get("usage_ms_per_s")
+            .map(|ms| ms / 1000.0)
+            .with_context(|| format!("no figure usage_ms_per_s under {policy}"))
+    };
+    let quota = 1.5;
+    let (got, ev) = (fig("softpart")?, fig("eevdf")?);
+    let line = (0.05f64).max((ev - quota).abs() / quota + 0.02);
+    if (got - quota).abs() > line * quota {
+        bail!(
+            "capped at {quota} CPUs alone, the group used {got:.3} CPU-s per s (eevdf {ev:.3}): \
+             expected within {:.0}% of its quota",
+            line * 100.0
+        );
+    }
+    Ok(format!("{got:.3} CPU-s per s of {quota} (eevdf {ev:.3})"))
 }
 
 /// A CPU-bound thread whose cgroup is entitled to more than its one CPU,

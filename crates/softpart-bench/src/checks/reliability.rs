@@ -10,6 +10,10 @@ use softpart_core::hist;
 
 pub(super) const TESTS: &[(&str, Check)] = &[
     (
+        "a_cgroup_whose_park_queue_fails_is_refused_cleanly",
+        cgroup_refused_cleanly,
+    ),
+    (
         "overload_every_thread_runs_far_from_the_watchdog",
         overload_every_thread_runs,
     ),
@@ -663,6 +667,38 @@ fn after_abort(r: &Results, scenario: &str, fixed: bool) -> Result<String> {
     };
     Ok(format!(
         "{cycles}: the fixture aborted itself each time, scx_softpart attached and unregistered each time, no kernel warning; every loop progressed through every step ({hb} hackbench rounds); wakeups that found a left-over direct dispatch, per cycle: {stale:?}"
+    ))
+}
+
+/// A cgroup whose park queue cannot be made (injected) is refused at
+/// mkdir; the scheduler stays attached; the next cgroup gets a slot of
+/// its own; the table is back to its size afterwards.
+fn cgroup_refused_cleanly(r: &Results) -> Result<String> {
+    let f = crate::table::probe_figures(r.run_of("cgroup-refused", "eevdf")?);
+    let get = |name: &str| -> Result<f64> {
+        f.get(name)
+            .copied()
+            .with_context(|| format!("no figure {name} from the probe: {f:?}"))
+    };
+    if get("refused_made")? != 0.0 {
+        bail!("mkdir of the cgroup whose park queue fails succeeded: it was not refused");
+    }
+    if get("still_attached")? != 1.0 || get("next_made")? != 1.0 {
+        bail!("after the refusal the scheduler detached or the next cgroup was not made: {f:?}");
+    }
+    let (before, with, after) = (
+        get("slots_before")?,
+        get("slots_with_next")?,
+        get("slots_after")?,
+    );
+    if with != before + 1.0 || after != before {
+        bail!(
+            "cgroup slots {before} before, {with} with the next cgroup (expected one more), {after} \
+             after (expected {before})"
+        );
+    }
+    Ok(format!(
+        "refused at mkdir, still attached; slots {before} -> {with} -> {after}"
     ))
 }
 
