@@ -7,7 +7,7 @@ use crate::bpf_skel::*;
 use crate::cli::{Opts, steal_defer_us};
 use crate::machine::Machine;
 use crate::partitions;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use libbpf_rs::OpenObject;
 use log::{info, warn};
 use scx_utils::{Topology, scx_ops_open};
@@ -78,8 +78,14 @@ pub(crate) fn open_skel<'a>(
             .as_mut()
             .context("no rodata")?
             .fail_park_dsq_for;
-        let n = name.len().min(dst.len() - 1);
-        for (d, &b) in dst.iter_mut().zip(&name[..n]) {
+        if name.is_empty() || name.len() >= dst.len() {
+            bail!(
+                "SOFTPART_TEST_FAIL_PARK_DSQ={:?}: expected a cgroup name of 1 to {} bytes",
+                String::from_utf8_lossy(name),
+                dst.len() - 1
+            );
+        }
+        for (d, &b) in dst.iter_mut().zip(name) {
             *d = b as _;
         }
         warn!(
