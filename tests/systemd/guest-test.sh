@@ -60,6 +60,10 @@ show /root/quickstart.sh
 bash -e /root/quickstart.sh > /tmp/quickstart.out 2>&1
 rc=$?
 show /tmp/quickstart.out
+# When the service did not come up, its own words say why.
+if ! systemctl is-active -q softpart; then
+  journalctl -u softpart --no-pager -n 40 | show
+fi
 check "README's quick start runs as written (exit $rc)" [ "$rc" = 0 ]
 check "softpart.service is active and sched_ext is $(sched_state)" \
   bash -c 'systemctl is-active -q softpart && grep -qx enabled /sys/kernel/sched_ext/state'

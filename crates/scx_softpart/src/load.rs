@@ -217,3 +217,67 @@ pub(crate) fn log_attached(opts: &Opts, kernel_pick: bool, idle_per_node: bool) 
         opts.control_socket.display()
     );
 }
+
+#[cfg(test)]
+mod tests {
+    /// The BPF object as the skeleton embeds it.
+    const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bpf.bpf.o"));
+
+    fn u16_at(b: &[u8], at: usize) -> usize {
+        u16::from_le_bytes(b[at..at + 2].try_into().unwrap()) as usize
+    }
+    fn u32_at(b: &[u8], at: usize) -> usize {
+        u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize
+    }
+    fn u64_at(b: &[u8], at: usize) -> usize {
+        u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize
+    }
+
+    /// The names of the object's undefined symbols (what libbpf resolves
+    /// at load: kfuncs, ksyms, kconfig values), from its ELF64 symbol table.
+    fn undefined_symbols(elf: &[u8]) -> Vec<String> {
+        assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
+        let (shoff, shentsize, shnum) = (u64_at(elf, 0x28), u16_at(elf, 0x3a), u16_at(elf, 0x3c));
+        let section = |i: usize| shoff + i * shentsize;
+        let mut out = Vec::new();
+        for i in 0..shnum {
+            let sh = section(i);
+            // SHT_SYMTAB
+            if u32_at(elf, sh + 4) != 2 {
+                continue;
+            }
+            let (off, size, entsize) = (
+                u64_at(elf, sh + 0x18),
+                u64_at(elf, sh + 0x20),
+                u64_at(elf, sh + 0x38),
+            );
+            let strtab = u64_at(elf, section(u32_at(elf, sh + 0x28)) + 0x18);
+            for sym in (off..off + size).step_by(entsize) {
+                // st_shndx SHN_UNDEF
+                if u16_at(elf, sym + 6) != 0 {
+                    continue;
+                }
+                let name = strtab + u32_at(elf, sym);
+                let end = elf[name..].iter().position(|&c| c == 0).unwrap() + name;
+                out.push(String::from_utf8_lossy(&elf[name..end]).into_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_scheduler_needs_no_kernel_config_file() {
+        let undefined = undefined_symbols(OBJECT);
+        assert!(
+            undefined.iter().any(|s| s == "scx_bpf_create_dsq"),
+            "the symbol table was not read: {undefined:?}"
+        );
+        // libbpf reads /boot/config-* or /proc/config.gz for any CONFIG_*
+        // extern and fails the load when neither is there.
+        let kconfig: Vec<_> = undefined
+            .iter()
+            .filter(|s| s.starts_with("CONFIG_"))
+            .collect();
+        assert!(kconfig.is_empty(), "kconfig externs: {kconfig:?}");
+    }
+}
