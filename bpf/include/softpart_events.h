@@ -40,6 +40,9 @@
 	SP_EVENT(THROTTLE_PREEMPT, "running tasks switched out when their cgroup ran out of budget") \
 	SP_EVENT(CGROUP_NO_SLOT, "cgroups created while the cgroup table was full (charged as plain tasks)") \
 	SP_EVENT(CGROUP_REFUSED, "cgroups refused at creation: their park queue could not be made") \
+	SP_EVENT(CGROUP_NO_STORAGE, "cgroups created whose storage could not be made (charged as plain tasks)") \
+	SP_EVENT(TASK_HOME_NOT_KEPT, "homes inherited at fork not kept: the thread-home map was full") \
+	SP_EVENT(RELEASE_NOT_QUEUED, "throttle ends not queued for release: the release queue was full") \
 	SP_EVENT(IDLE_RECHECK, "CPUs going idle that saw work queued meanwhile") \
 	SP_EVENT(HOME_RESOLVE, "task homes looked up again after a change") \
 	SP_EVENT(RETURN_IDLE, "tasks away from home sent back to an idle CPU there") \

@@ -6,10 +6,11 @@
 
 use crate::bpf_intf::softpart_consts_SP_NO_CGROUP as NO_CGROUP;
 use crate::bpf_intf::softpart_consts_SP_RATE_ONE as RATE_ONE;
-use crate::bpf_skel::types::sp_cgroup;
+use crate::bpf_skel::types::{sp_cg_ctl, sp_cgroup};
 use crate::counters::CgroupSums;
 use softpart_core::shares::{CgroupLoad, cgroup_entitlements, charge_rates};
 use std::collections::HashMap;
+use std::sync::atomic::{Ordering, fence};
 
 /// How much of a new reading the smoothed load takes each period: a time
 /// constant of about five periods (100 ms), so that a task that runs in
@@ -99,9 +100,24 @@ pub(crate) fn cap_cpus(quota_us: u64, period_us: u64) -> Option<f64> {
 
 impl Contract {
     /// One period: smooths `runnable` (per slot, from
-    /// counters::cgroup_runnable) and writes each slot's rate.
-    pub(crate) fn refresh(&mut self, slots: &mut [sp_cgroup], runnable: &[CgroupSums], cpus: f64) {
-        let used: Vec<usize> = (0..slots.len()).filter(|&i| slots[i].cgid != 0).collect();
+    /// counters::cgroup_runnable) and writes each live slot's rate, cap
+    /// chain and cpu.idle inheritance into `ctl`, stamped with the slot's
+    /// generation as read here: a slot that changed hands since gets
+    /// nothing the fast path takes. Only entries that changed are written.
+    pub(crate) fn refresh(
+        &mut self,
+        slots: &[sp_cgroup],
+        ctl: &mut [sp_cg_ctl],
+        runnable: &[CgroupSums],
+        cpus: f64,
+    ) {
+        // Each slot's generation before anything else of it: what is read
+        // after it is of that cgroup or of a later one, whose generation
+        // no longer matches what is written here.
+        let gens: Vec<u32> = slots.iter().map(|s| read_gen(&s.slot_gen)).collect();
+        let used: Vec<usize> = (0..slots.len())
+            .filter(|&i| gens[i] & 1 == 1 && slots[i].cgid != 0)
+            .collect();
         let index: HashMap<u32, usize> = used
             .iter()
             .enumerate()
@@ -134,21 +150,56 @@ impl Contract {
         self.load = seen;
         self.note_view(slots, &used, &loads, runnable, cpus);
         let caps = nearest_caps(&loads);
-        for (&slot, cap) in used.iter().zip(caps) {
-            slots[slot].cap_up = cap.map_or(NO_CGROUP, |at| used[at] as u32);
-        }
         let idle: Vec<bool> = used.iter().map(|&slot| slots[slot].idle != 0).collect();
-        for (at, under) in idle_under(&loads, &idle).into_iter().enumerate() {
-            slots[used[at]].idle_under = under as u32;
-        }
+        let under = idle_under(&loads, &idle);
         let rates = charge_rates(&loads, cpus);
-        for (&slot, rate) in used.iter().zip(rates) {
-            slots[slot].rate = if rate > 0.0 {
-                (rate.min(MAX_RATE) * RATE_ONE as f64).round().max(1.0) as u32
-            } else {
-                0
+        for (at, &slot) in used.iter().enumerate() {
+            let rate = rates[at];
+            let want = sp_cg_ctl {
+                slot_gen: gens[slot],
+                rate: if rate > 0.0 {
+                    (rate.min(MAX_RATE) * RATE_ONE as f64).round().max(1.0) as u32
+                } else {
+                    0
+                },
+                cap_up: caps[at].map_or(NO_CGROUP, |c| used[c] as u32),
+                idle_under: under[at] as u32,
             };
+            if let Some(entry) = ctl.get_mut(slot) {
+                write_ctl(entry, &want);
+            }
         }
+    }
+}
+
+/// A slot generation as the fast path last wrote it.
+fn read_gen(slot_gen: &u32) -> u32 {
+    // SAFETY: a valid, aligned u32 of the mapped table; the fast path
+    // writes it whole.
+    let slot_gen = unsafe { std::ptr::read_volatile(slot_gen) };
+    fence(Ordering::Acquire);
+    slot_gen
+}
+
+/// Writes `want` over `entry` if it differs: the fields first, then the
+/// generation that makes the fast path take them, so that it never takes
+/// one cgroup's generation with another's fields.
+fn write_ctl(entry: &mut sp_cg_ctl, want: &sp_cg_ctl) {
+    if entry.slot_gen == want.slot_gen
+        && entry.rate == want.rate
+        && entry.cap_up == want.cap_up
+        && entry.idle_under == want.idle_under
+    {
+        return;
+    }
+    // SAFETY: fields of a valid, aligned entry of the mapped table, which
+    // the fast path only reads.
+    unsafe {
+        std::ptr::write_volatile(&mut entry.rate, want.rate);
+        std::ptr::write_volatile(&mut entry.cap_up, want.cap_up);
+        std::ptr::write_volatile(&mut entry.idle_under, want.idle_under);
+        fence(Ordering::Release);
+        std::ptr::write_volatile(&mut entry.slot_gen, want.slot_gen);
     }
 }
 
@@ -244,6 +295,7 @@ mod tests {
     fn slot(cgid: u64, parent: u32, weight: u32) -> sp_cgroup {
         sp_cgroup {
             cgid,
+            slot_gen: 1,
             parent,
             weight,
             quota_us: u64::MAX,
@@ -268,27 +320,33 @@ mod tests {
             run_ns: 0,
         };
         let runnable = vec![sums(0, 0), sums(0, 0), sums(1600, 16), sums(2400, 24)];
+        let mut ctl = vec![sp_cg_ctl::default(); slots.len()];
         let mut c = Contract::default();
         for _ in 0..100 {
-            c.refresh(&mut slots, &runnable, 8.0);
+            c.refresh(&slots, &mut ctl, &runnable, 8.0);
         }
         // Entitlements 2 and 6 CPUs: 800 and 400 per CPU.
         let one = RATE_ONE as f64;
         assert!(
-            (slots[2].rate as f64 / one - 800.0).abs() < 1.0,
+            (ctl[2].rate as f64 / one - 800.0).abs() < 1.0,
             "{}",
-            slots[2].rate
+            ctl[2].rate
         );
         assert!(
-            (slots[3].rate as f64 / one - 400.0).abs() < 1.0,
+            (ctl[3].rate as f64 / one - 400.0).abs() < 1.0,
             "{}",
-            slots[3].rate
+            ctl[3].rate
         );
-        assert_eq!(slots[0].rate, 0);
-        assert_eq!(slots[1].rate, 0);
+        assert_eq!(ctl[0].rate, 0);
+        assert_eq!(ctl[1].rate, 0);
+        assert_eq!(
+            ctl.iter().map(|c| c.slot_gen).collect::<Vec<_>>(),
+            vec![1, 0, 1, 1]
+        );
         // Gone: the next reading forgets it.
         slots[3].cgid = 0;
-        c.refresh(&mut slots, &runnable, 8.0);
+        slots[3].slot_gen = 2;
+        c.refresh(&slots, &mut ctl, &runnable, 8.0);
         assert!(!c.load.contains_key(&8));
     }
 
@@ -306,13 +364,14 @@ mod tests {
         slots[1].quota_us = 100_000;
         slots[3].quota_us = 50_000;
         let runnable = vec![CgroupSums::default(); 5];
-        Contract::default().refresh(&mut slots, &runnable, 8.0);
-        let caps: Vec<u32> = slots.iter().map(|s| s.cap_up).collect();
+        let mut ctl = vec![sp_cg_ctl::default(); slots.len()];
+        Contract::default().refresh(&slots, &mut ctl, &runnable, 8.0);
+        let caps: Vec<u32> = ctl.iter().map(|s| s.cap_up).collect();
         assert_eq!(caps, vec![none, 1, 1, 3, none]);
         // cpu.idle on a: it and everything below it.
         slots[1].idle = 1;
-        Contract::default().refresh(&mut slots, &runnable, 8.0);
-        let idle: Vec<u32> = slots.iter().map(|s| s.idle_under).collect();
+        Contract::default().refresh(&slots, &mut ctl, &runnable, 8.0);
+        let idle: Vec<u32> = ctl.iter().map(|s| s.idle_under).collect();
         assert_eq!(idle, vec![0, 1, 1, 1, 0]);
         // A cycle in bad input ends.
         let looped = vec![
@@ -339,7 +398,7 @@ mod tests {
     fn homed_cgroups_add_up_by_home_without_counting_a_nested_one_twice() {
         let none = crate::bpf_intf::softpart_consts_SP_NO_CGROUP;
         // root (0) -> a (1) -> a1 (2); root -> b (3); all busy.
-        let mut slots = vec![
+        let slots = vec![
             slot(1, none, 100),
             slot(2, 0, 100),
             slot(3, 1, 100),
@@ -351,9 +410,10 @@ mod tests {
             run_ns: 0,
         };
         let runnable = vec![sums(0), sums(4), sums(4), sums(8)];
+        let mut ctl = vec![sp_cg_ctl::default(); slots.len()];
         let mut c = Contract::default();
         for _ in 0..100 {
-            c.refresh(&mut slots, &runnable, 8.0);
+            c.refresh(&slots, &mut ctl, &runnable, 8.0);
         }
         let entitled = |cgid| c.view[&cgid].entitled;
         // a (with a1) 2 CPUs, b 6: b's 8 threads could use 8.
@@ -370,6 +430,37 @@ mod tests {
         // A cgroup the contract has not seen counts nothing.
         let by_home = c.entitled_by_home(&slots, &HashMap::from([(99, 2)]));
         assert!(by_home.is_empty(), "{by_home:?}");
+    }
+
+    #[test]
+    fn a_slot_being_set_up_or_given_to_another_cgroup_gets_nothing_of_its_predecessor() {
+        let none = crate::bpf_intf::softpart_consts_SP_NO_CGROUP;
+        // root (0) -> a (1, capped at 1 CPU, busy).
+        let mut slots = vec![slot(1, none, 100), slot(2, 0, 100)];
+        slots[1].quota_us = 100_000;
+        let busy = CgroupSums {
+            weight: 400,
+            nr: 4,
+            run_ns: 0,
+        };
+        let runnable = vec![CgroupSums::default(), busy];
+        let mut ctl = vec![sp_cg_ctl::default(); 2];
+        let mut c = Contract::default();
+        c.refresh(&slots, &mut ctl, &runnable, 8.0);
+        assert_eq!((ctl[1].slot_gen, ctl[1].cap_up), (1, 1));
+        let fields = |c: &sp_cg_ctl| (c.slot_gen, c.rate, c.cap_up, c.idle_under);
+        let was = fields(&ctl[1]);
+        // a exits (generation 2) and b's cgroup_init has the slot, not done
+        // yet (still 2): nothing is written for it.
+        slots[1].slot_gen = 2;
+        slots[1].cgid = 3;
+        slots[1].quota_us = u64::MAX;
+        c.refresh(&slots, &mut ctl, &runnable, 8.0);
+        assert_eq!(fields(&ctl[1]), was);
+        // b is set up (3): its own values, under its own generation.
+        slots[1].slot_gen = 3;
+        c.refresh(&slots, &mut ctl, &runnable, 8.0);
+        assert_eq!((ctl[1].slot_gen, ctl[1].cap_up), (3, none));
     }
 
     #[test]

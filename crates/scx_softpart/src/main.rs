@@ -16,6 +16,7 @@ mod control;
 mod counters;
 mod home_maps;
 mod homes;
+mod limits;
 mod load;
 mod machine;
 mod metrics;
@@ -238,6 +239,8 @@ struct Scheduler<'a> {
     unenforced: Vec<cgroup_scan::Unenforced>,
     /// Every cgroup's path by id, from the last scan (the statistics).
     cgroup_paths: std::collections::HashMap<u64, String>,
+    /// The full tables seen so far (limits.rs).
+    limits: softpart_core::limits::Limits,
     /// Cgroups with a home, by id: their group label.
     cgroup_groups: BTreeMap<u64, String>,
     /// The cgroups whose home a config rule gave, and the rule (reload.rs).
@@ -358,6 +361,7 @@ impl<'a> Scheduler<'a> {
             last_balance: std::time::Instant::now(),
             seen_cgroups: BTreeSet::new(),
             cgroup_paths: Default::default(),
+            limits: Default::default(),
             unenforced: cgroup_scan::unenforced_settings(),
             cgroup_groups: BTreeMap::new(),
             rule_homes: BTreeMap::new(),
@@ -412,6 +416,7 @@ impl<'a> Scheduler<'a> {
                 // cgroup setting this kernel does not hand over is named
                 // when its cgroup is found.
                 self.scan_cgroups();
+                self.check_limits();
                 // Groups of threads that have all ended give up their id.
                 let used = referenced_homes(&self.skel.maps);
                 self.homes.release_unreferenced(&used);
@@ -460,8 +465,12 @@ impl<'a> Scheduler<'a> {
         });
         let runnable = counters::cgroup_runnable(&self.skel.maps, used);
         if let Some(bss) = self.skel.maps.bss_data.as_mut() {
-            self.contract
-                .refresh(&mut bss.cgroups[..used], &runnable, cpus);
+            self.contract.refresh(
+                &bss.cgroups[..used],
+                &mut bss.cg_ctl[..used],
+                &runnable,
+                cpus,
+            );
         }
         self.refresh_short_homes(used);
     }

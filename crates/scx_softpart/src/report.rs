@@ -102,6 +102,7 @@ impl Scheduler<'_> {
             held: self.held(),
             tenants: self.tenants(),
             homes: self.home_samples.rates(),
+            limits: self.limits.view(&crate::limits::all()),
         }
     }
 

@@ -89,6 +89,7 @@ mod tests {
             held: Default::default(),
             tenants: Vec::new(),
             homes: Vec::new(),
+            limits: Vec::new(),
         }
     }
 

@@ -197,6 +197,13 @@ fn stat_table(v: &StatView) -> String {
         "held: {} thread homes, {} cgroup homes, {} home ids, {} balanced cgroups, {} cgroup slots; {} restarts",
         h.task_homes, h.cgroup_homes, h.home_ids, h.balanced, h.cgroup_slots, h.restarts
     );
+    for l in &v.limits {
+        let _ = writeln!(
+            out,
+            "limit reached: {} ({} entries) full {} times, last for {}",
+            l.limit, l.size, l.hits, l.last
+        );
+    }
     out
 }
 
@@ -331,8 +338,18 @@ mod tests {
                 throttled_s: 3.2,
                 throttles: 40,
             }],
+            limits: vec![softpart_core::limits::LimitView {
+                limit: "cgroup_slots".into(),
+                size: 2048,
+                hits: 3,
+                last: "cgroup /bench/c9".into(),
+            }],
         };
         let t = stat_table(&v);
+        assert!(
+            t.contains("limit reached: cgroup_slots (2048 entries) full 3 times, last for cgroup /bench/c9\n"),
+            "{t}"
+        );
         assert!(
             t.contains(
                 "cgroup /bench/capped  weight 100  cpu.max 0.50 CPUs  cpus 0.49 of 0.50 entitled (98%)  throttled 3.2 s (40 times)"

@@ -79,6 +79,9 @@ pub struct StatView {
     /// over the last second.
     #[serde(default)]
     pub homes: Vec<HomeMovesView>,
+    /// Tables that were full and turned something away (limits::Limits).
+    #[serde(default)]
+    pub limits: Vec<crate::limits::LimitView>,
 }
 
 /// One homed group's moves over the last second (`softpart stat`).

@@ -8,6 +8,7 @@ pub mod cpulist;
 pub mod events;
 pub mod hist;
 pub mod home_contract;
+pub mod limits;
 pub mod overfull;
 pub mod partition;
 pub mod pending;

@@ -29,7 +29,8 @@
  * run on.
  *
  * Only a capped cgroup's counters are written by many CPUs (atomically);
- * a task in no capped cgroup costs one read of its slot's cap_up.
+ * a task in no capped cgroup costs a read of its slot's contract and of
+ * its parent's cap_up.
  */
 #ifndef __SOFTPART_BANDWIDTH_BPF_H
 #define __SOFTPART_BANDWIDTH_BPF_H
@@ -147,12 +148,30 @@ static __always_inline s64 budget_cap_ns(const struct sp_cgroup *cg)
 	return (cg->quota_us + cg->burst_us) * 1000;
 }
 
-/* The nearest capped cgroup at or above @cg's parent; SP_NO_CGROUP if none. */
+/*
+ * The nearest capped cgroup at or above @cg's parent; SP_NO_CGROUP if none:
+ * the control plane's view of the parent while it holds, else what the
+ * parent's own cgroup_init or cpu.max write found.
+ */
 static __always_inline u32 cap_above(const struct sp_cgroup *cg)
 {
 	struct sp_cgroup *up = cgroup_at(cg->parent);
+	struct sp_cg_ctl *c;
 
-	return up ? up->cap_up : SP_NO_CGROUP;
+	if (!up)
+		return SP_NO_CGROUP;
+	c = ctl_of(cg->parent);
+	return c ? c->cap_up : up->cap_up;
+}
+
+/* The first capped cgroup at or above @slot; SP_NO_CGROUP if none. */
+static __always_inline u32 first_cap(u32 slot)
+{
+	struct sp_cgroup *cg = cgroup_at(slot);
+
+	if (!cg)
+		return SP_NO_CGROUP;
+	return capped(cg) ? slot : cap_above(cg);
 }
 
 /*
@@ -169,8 +188,8 @@ static __always_inline u64 refill_clock(void)
 
 /*
  * A new contract for @slot (at cgroup_init and cpu.max writes): its own cap
- * or the one above it heads its chain at once; the control plane fixes its
- * descendants' at its next period. A fresh budget of one quota; tasks parked
+ * or the one above it heads its chain at once; its descendants' chains
+ * follow at the control plane's next period (sp_cg_ctl.cap_up). A fresh budget of one quota; tasks parked
  * under the old setting are released.
  */
 static void budget_reset(u32 slot, struct sp_cgroup *cg, bool release)
@@ -186,8 +205,12 @@ static void budget_reset(u32 slot, struct sp_cgroup *cg, bool release)
 		b->throttled_ns += now_ns() - b->throttled_at;
 		b->throttled_at = 0;
 	}
-	if (release && !bpf_map_push_elem(&parks_released, &slot, 0))
-		release_pending = 1;
+	if (release) {
+		if (bpf_map_push_elem(&parks_released, &slot, 0))
+			limit_hit(SP_LIMIT_RELEASES, SP_STAT_RELEASE_NOT_QUEUED, slot);
+		else
+			release_pending = 1;
+	}
 }
 
 /* A new cgroup in @slot: its statistics start from zero. */
@@ -212,8 +235,10 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t);
  */
 static void hand_release(u32 slot)
 {
-	if (bpf_map_push_elem(&parks_released, &slot, 0))
+	if (bpf_map_push_elem(&parks_released, &slot, 0)) {
+		limit_hit(SP_LIMIT_RELEASES, SP_STAT_RELEASE_NOT_QUEUED, slot);
 		return;
+	}
 	release_pending = 1;
 	scx_bpf_kick_cpu(bpf_get_smp_processor_id(), SCX_KICK_IDLE);
 }
@@ -311,8 +336,8 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
  */
 static void budget_charge(u32 slot, u64 ns)
 {
-	struct sp_cgroup *cg = cgroup_at(slot);
-	u32 cap = cg ? cg->cap_up : SP_NO_CGROUP, i;
+	struct sp_cgroup *cg;
+	u32 cap = first_cap(slot), i;
 
 	bpf_for(i, 0, SP_CAP_DEPTH) {
 		struct sp_cg_budget *b = budget_at(cap);
@@ -339,8 +364,8 @@ static void budget_charge(u32 slot, u64 ns)
  */
 static s64 budget_left(u32 slot, u32 *at)
 {
-	struct sp_cgroup *cg = cgroup_at(slot);
-	u32 cap = cg ? cg->cap_up : SP_NO_CGROUP, i;
+	struct sp_cgroup *cg;
+	u32 cap = first_cap(slot), i;
 	s64 least = SP_S64_MAX;
 
 	*at = SP_NO_CGROUP;
@@ -375,7 +400,7 @@ static __always_inline u32 throttled_by(u32 slot)
 static __always_inline void cap_slice(struct task_struct *p, struct task_ctx *tctx)
 {
 	u32 at;
-	s64 left = budget_left(tctx->cg_slot, &at);
+	s64 left = budget_left(task_slot(tctx), &at);
 
 	if (left < (s64)p->scx.slice)
 		p->scx.slice = left > 0 ? left : 1;
@@ -412,16 +437,23 @@ static void release_parked(u32 slot, u32 *left)
 
 	bpf_for_each(scx_dsq, p, park_dsq(slot), 0) {
 		struct task_ctx *tctx = lookup_tctx(p);
-		u32 by = throttled_by(tctx ? tctx->cg_slot : SP_NO_CGROUP), part;
+		u32 by = throttled_by(task_slot(tctx)), part;
 		const struct cpumask *cpus;
 		s32 cpu;
 
 		if (!*left)
 			break;
 		(*left)--;
+		/*
+		 * Still throttled further up: to that cgroup's park queue, by
+		 * vtime like every park (a FIFO move into a queue ordered by
+		 * vtime is an error that ends the scheduler).
+		 */
 		if (by != SP_NO_CGROUP) {
-			if (by != slot)
-				scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, park_dsq(by), 0);
+			if (by != slot) {
+				scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, p->scx.dsq_vtime);
+				scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, park_dsq(by), 0);
+			}
 			continue;
 		}
 		part = part_of_cpu(scx_bpf_task_cpu(p));

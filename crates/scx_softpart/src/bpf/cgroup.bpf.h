@@ -16,8 +16,10 @@
 #ifndef __SOFTPART_CGROUP_BPF_H
 #define __SOFTPART_CGROUP_BPF_H
 
-/* The slot table, read by the control plane; it writes each .rate. */
+/* The slot table, written here, read by the control plane. */
 struct sp_cgroup cgroups[SP_MAX_CGROUPS];
+/* Per slot, what the control plane derives (each rate, cap_up, idle_under). */
+struct sp_cg_ctl cg_ctl[SP_MAX_CGROUPS];
 
 struct cg_ctx {
 	u32 slot;
@@ -43,6 +45,41 @@ static __always_inline struct sp_cgroup *cgroup_at(u32 slot)
 		return NULL;
 	barrier_var(slot);
 	return &cgroups[slot];
+}
+
+/*
+ * The control plane's view of @slot, if it is of the cgroup in the slot
+ * now (its generation is the slot's); NULL until the control plane has
+ * written one for it. The generation is read before the fields it covers,
+ * and the control plane writes it after them: on x86, where loads are not
+ * reordered with each other, a matching generation means fields of this
+ * cgroup. A weakly ordered CPU would need a load-acquire of slot_gen here.
+ */
+static __always_inline struct sp_cg_ctl *ctl_of(u32 slot)
+{
+	struct sp_cgroup *cg = cgroup_at(slot);
+	struct sp_cg_ctl *c;
+
+	if (!cg)
+		return NULL;
+	c = &cg_ctl[slot];
+	if (READ_ONCE(c->slot_gen) != READ_ONCE(cg->slot_gen) || !(c->slot_gen & 1))
+		return NULL;
+	barrier();
+	return c;
+}
+
+/*
+ * A task's cgroup slot, as kept in its context (@slot, taken with
+ * generation @gen): SP_NO_CGROUP once that cgroup exited, so that a task
+ * still running after its cgroup went (an exiting one) is never charged
+ * to, counted in or parked for the slot's next cgroup.
+ */
+static __always_inline u32 live_slot(u32 slot, u32 gen)
+{
+	struct sp_cgroup *cg = cgroup_at(slot);
+
+	return cg && READ_ONCE(cg->slot_gen) == gen ? slot : SP_NO_CGROUP;
 }
 
 /* @cgrp's slot; SP_NO_CGROUP if it has none (the table was full). */
@@ -90,8 +127,8 @@ static __always_inline void set_bandwidth(struct sp_cgroup *cg, u64 period_us, u
  */
 static __always_inline u64 charge_rate(u32 slot)
 {
-	struct sp_cgroup *cg = cgroup_at(slot);
-	u32 rate = cg ? cg->rate : 0;
+	struct sp_cg_ctl *c = ctl_of(slot);
+	u32 rate = c ? c->rate : 0;
 
 	return rate ? rate : 100 * SP_RATE_ONE;
 }

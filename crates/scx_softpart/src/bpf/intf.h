@@ -39,7 +39,7 @@ enum softpart_consts {
 	SP_MAX_CGROUPS = 2048,
 	SP_NO_CGROUP = SP_MAX_CGROUPS,
 	/*
-	 * A cgroup's charge rate (sp_cgroup.rate) is in task weight per CPU,
+	 * A cgroup's charge rate (sp_cg_ctl.rate) is in task weight per CPU,
 	 * times this: 100 (a nice-0 task) per CPU charges a nice-0 task its
 	 * run time as it is.
 	 */
@@ -72,6 +72,20 @@ enum sp_via {
 	SP_VIA_REHOME,		/* counted instead of the others after a home change */
 	SP_VIA_OTHER,
 	SP_NR_VIA,
+};
+
+/*
+ * Tables the fast path can fill: each hit is an event counted (the
+ * control plane names them, limits.rs) and leaves its subject in
+ * limit_subject[] (a thread id, or a cgroup id).
+ */
+enum sp_limit {
+	SP_LIMIT_TASK_HOMES,		/* task_homes, at fork: a thread id */
+	SP_LIMIT_CGROUP_SLOTS,		/* the cgroup table: a cgroup id */
+	SP_LIMIT_CGROUP_STORAGE,	/* cgroup storage: a cgroup id */
+	SP_LIMIT_PARK_QUEUE,		/* a park DSQ not made: a cgroup id */
+	SP_LIMIT_RELEASES,		/* parks_released: a cgroup slot */
+	SP_NR_LIMITS,
 };
 
 /* The fast path's event counters (softpart_events.h), indexed by this. */
@@ -111,34 +125,57 @@ struct sp_group_stats {
 
 /*
  * One cgroup of the cpu controller, in the slot the fast path gave it when
- * the kernel announced it (ops.cgroup_init). The contract fields are
- * written by the fast path from the kernel's callbacks; rate by the
- * control plane, from every cgroup's contract and load.
+ * the kernel announced it (ops.cgroup_init). Written by the fast path only,
+ * from the kernel's callbacks; the control plane reads it.
  */
 struct sp_cgroup {
 	u64 cgid;		/* cgroup v2 id (kernfs id); 0: slot free */
+	/*
+	 * The slot's generation: odd while a cgroup holds it (from the end of
+	 * its cgroup_init), even once it exited or while it is being set up.
+	 * What others keep of a slot (a task's cgroup, the control plane's
+	 * sp_cg_ctl) is theirs only while their generation is this one.
+	 */
+	u32 slot_gen;
 	u32 parent;		/* the parent's slot; SP_NO_CGROUP for the root */
 	u32 weight;		/* cpu.weight, 1..10000 */
+	u32 idle;		/* cpu.idle (6.19 and later) */
 	u64 quota_us;		/* cpu.max quota; ~0 for "max" */
 	u64 period_us;		/* cpu.max period */
 	u64 burst_us;		/* cpu.max.burst */
 	/*
-	 * What the control plane says one ns run by a task of weight w in
-	 * this cgroup costs on the vtime clock: rate / (w * SP_RATE_ONE) ns.
-	 * 0 until it says (then charged as a plain task, 100).
+	 * The nearest cgroup at or above this one with a cpu.max quota, as of
+	 * its last cgroup_init or cpu.max write (its own slot, or its
+	 * parent's then); SP_NO_CGROUP if none. The control plane's
+	 * sp_cg_ctl.cap_up, which follows every cgroup's changes, takes over
+	 * while valid.
+	 */
+	u32 cap_up;
+	u32 pad;
+};
+
+/*
+ * What the control plane derives for a cgroup slot from every cgroup's
+ * contract and load: written by the control plane only, in place, each
+ * field before slot_gen. The fast path takes it while slot_gen is the slot's
+ * (sp_cgroup.slot_gen): a slot freed and given to another cgroup never gets
+ * its predecessor's values.
+ */
+struct sp_cg_ctl {
+	u32 slot_gen;
+	/*
+	 * What one ns run by a task of weight w in this cgroup costs on the
+	 * vtime clock: rate / (w * SP_RATE_ONE) ns. 0: charged as a plain
+	 * task (100).
 	 */
 	u32 rate;
 	/*
 	 * The nearest cgroup at or above this one with a cpu.max quota (its
-	 * slot; SP_NO_CGROUP if none), from the control plane: a task's CPU
-	 * time is charged to each capped cgroup above it, walked this way.
+	 * slot; SP_NO_CGROUP if none): a task's CPU time is charged to each
+	 * capped cgroup above it, walked this way.
 	 */
 	u32 cap_up;
-	u32 idle;		/* cpu.idle (6.19 and later), from the fast path */
-	/*
-	 * This cgroup or one above it has cpu.idle set, from the control
-	 * plane: its tasks may be left waiting longer (task_vtime()).
-	 */
+	/* This cgroup or one above it has cpu.idle set: its tasks may wait longer. */
 	u32 idle_under;
 };
 

@@ -64,7 +64,7 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (!tctx)
 		return prev_cpu;
 	/* Out of cpu.max budget: enqueue() parks it. */
-	if (throttled_by(tctx->cg_slot) != SP_NO_CGROUP)
+	if (throttled_by(task_slot(tctx)) != SP_NO_CGROUP)
 		return prev_cpu;
 	refresh_home(p, tctx);
 	cpu = pick_idle_cpu(p, prev_cpu, wake_flags, tctx, &evict);
@@ -280,7 +280,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	if (tctx && enqueue_kthread_wakeup(p, tctx, task_cpu, enq_flags))
 		return;
 	if (tctx) {
-		u32 by = throttled_by(tctx->cg_slot);
+		u32 by = throttled_by(task_slot(tctx));
 
 		if (by != SP_NO_CGROUP) {
 			park(p, by, enq_flags);
@@ -362,7 +362,7 @@ static __always_inline bool task_throttled(struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
-	return tctx && throttled_by(tctx->cg_slot) != SP_NO_CGROUP;
+	return tctx && throttled_by(task_slot(tctx)) != SP_NO_CGROUP;
 }
 
 /*
@@ -660,6 +660,7 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	const struct cpumask *home;
 	struct sp_group_stats *gs;
 	u64 now = now_ns(), ran, exec = p->se.sum_exec_runtime;
+	u32 slot = task_slot(tctx);
 
 	/*
 	 * cpu.max is charged what cpu.stat counts: the kernel's own run time
@@ -669,15 +670,15 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	 * on CPUs that take many of them got a fraction of its quota.
 	 */
 	if (exec > tctx->exec_ns) {
-		budget_charge(tctx->cg_slot, exec - tctx->exec_ns);
+		budget_charge(slot, exec - tctx->exec_ns);
 		tctx->exec_ns = exec;
 	}
 	if (!tctx->started_ns || now <= tctx->started_ns)
 		return;
 	ran = now - tctx->started_ns;
 	tctx->started_ns = now;
-	p->scx.dsq_vtime += vtime_cost(ran, tctx->cg_slot, p->scx.weight);
-	count_cgroup_run(tctx->cg_slot, ran);
+	p->scx.dsq_vtime += vtime_cost(ran, slot, p->scx.weight);
+	count_cgroup_run(slot, ran);
 	if (cc)
 		cc->busy_ns += ran;
 	gs = group_stats_of(tctx->home_id);
@@ -731,7 +732,7 @@ void BPF_STRUCT_OPS(softpart_tick, struct task_struct *p)
 		return;
 	account_run(p, tctx, scx_bpf_task_cpu(p));
 	/* Its cgroup ran out of cpu.max budget: off the CPU, to be parked. */
-	if (p->scx.slice && throttled_by(tctx->cg_slot) != SP_NO_CGROUP) {
+	if (p->scx.slice && throttled_by(task_slot(tctx)) != SP_NO_CGROUP) {
 		p->scx.slice = 0;
 		stat_inc(SP_STAT_THROTTLE_PREEMPT);
 	}
@@ -760,7 +761,7 @@ void BPF_STRUCT_OPS(softpart_cgroup_move, struct task_struct *p,
 	if (!tctx)
 		return;
 	tctx->gen = 0;
-	tctx->cg_slot = slot_of(to);
+	set_task_cgroup(tctx, to);
 	/* Runnable: counted in the new cgroup from now on. */
 	if (tctx->counted_slot != SP_NO_CGROUP) {
 		runnable_off(tctx);
@@ -786,13 +787,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 	s32 ret;
 
 	if (!cg) {
-		stat_inc(SP_STAT_CGROUP_NO_SLOT);
+		limit_hit(SP_LIMIT_CGROUP_SLOTS, SP_STAT_CGROUP_NO_SLOT, cgrp->kn->id);
 		return 0;
 	}
 	cgc = bpf_cgrp_storage_get(&cg_ctxs, cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!cgc) {
 		cg->cgid = 0;
-		stat_inc(SP_STAT_CGROUP_NO_SLOT);
+		limit_hit(SP_LIMIT_CGROUP_STORAGE, SP_STAT_CGROUP_NO_STORAGE, cgrp->kn->id);
 		return 0;
 	}
 	cgc->slot = SP_NO_CGROUP;
@@ -800,7 +801,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 	ret = create_park_dsq(cgrp, slot);
 	if (ret && ret != -EEXIST) {
 		cg->cgid = 0;
-		stat_inc(SP_STAT_CGROUP_REFUSED);
+		limit_hit(SP_LIMIT_PARK_QUEUE, SP_STAT_CGROUP_REFUSED, cgrp->kn->id);
 		return ret;
 	}
 	cgc->slot = slot;
@@ -814,7 +815,6 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 	}
 	cg->parent = parent;
 	cg->weight = args->weight;
-	cg->rate = 0;
 	cg->idle = 0;
 	if (bpf_core_field_exists(args->sched_idle))
 		cg->idle = args->sched_idle;
@@ -824,6 +824,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 		set_bandwidth(cg, 100000, ~0ULL, 0);
 	budget_reset(slot, cg, false);
 	budget_clear_counts(slot);
+	/* Last: the slot is this cgroup's once its generation is odd (it was even). */
+	barrier();
+	WRITE_ONCE(cg->slot_gen, cg->slot_gen + 1);
 	return 0;
 }
 
@@ -841,13 +844,15 @@ void BPF_STRUCT_OPS(softpart_cgroup_exit, struct cgroup *cgrp)
 
 	if (!cg)
 		return;
+	/* First: nothing kept of this cgroup applies to the slot from now on. */
+	WRITE_ONCE(cg->slot_gen, cg->slot_gen + 1);
+	barrier();
 	set_bandwidth(cg, 100000, ~0ULL, 0);
 	budget_reset(slot, cg, false);
 	if (scx_bpf_dsq_nr_queued(park_dsq(slot)))
 		hand_release(slot);
 	else
 		scx_bpf_destroy_dsq(park_dsq(slot));
-	cg->rate = 0;
 	cg->parent = SP_NO_CGROUP;
 	/* Last: the slot is free once its id is 0. */
 	__sync_lock_test_and_set(&cg->cgid, 0);
@@ -910,7 +915,7 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 	tctx->counted_slot = SP_NO_CGROUP;
 	tctx->cg_slot = SP_NO_CGROUP;
 	if (bpf_core_field_exists(args->cgroup))
-		tctx->cg_slot = slot_of(args->cgroup);
+		set_task_cgroup(tctx, args->cgroup);
 	if (new_mask(&tctx->home) || new_mask(&tctx->scratch))
 		return -ENOMEM;
 
@@ -923,7 +928,9 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 		if (h) {
 			u32 home = *h;
 
-			bpf_map_update_elem(&task_homes, &ctid, &home, BPF_ANY);
+			/* The map full: the child runs without the home, said out loud. */
+			if (bpf_map_update_elem(&task_homes, &ctid, &home, BPF_ANY))
+				limit_hit(SP_LIMIT_TASK_HOMES, SP_STAT_TASK_HOME_NOT_KEPT, ctid);
 		}
 	}
 	return 0;

@@ -53,6 +53,21 @@ static __always_inline void stat_inc(enum sp_stat idx)
 		cs->events[idx]++;
 }
 
+/*
+ * The latest subject each limit turned away (enum sp_limit): written only
+ * when a table is full, so the line it shares stays out of the way of
+ * every scheduling event.
+ */
+u64 limit_subject[SP_NR_LIMITS];
+
+/* @limit turned @subject away: counted as @event, @subject kept to be named. */
+static __always_inline void limit_hit(enum sp_limit limit, enum sp_stat event, u64 subject)
+{
+	stat_inc(event);
+	if (limit < SP_NR_LIMITS)
+		limit_subject[limit] = subject;
+}
+
 /* A home id's stats slot: its own, or the no-home one. */
 static __always_inline u32 stats_slot(u32 hid)
 {

@@ -78,8 +78,9 @@ struct task_ctx {
 	u32 passed_cpu;
 	/* gave up its CPU with sched_yield() to a waiting task; cleared when it runs */
 	u32 yielded;
-	/* its cgroup's slot (cgroup.bpf.h); SP_NO_CGROUP: none */
+	/* its cgroup's slot (cgroup.bpf.h), and that slot's generation then; read through task_slot() */
 	u32 cg_slot;
+	u32 cg_gen;
 	u64 run_vtime;		/* vtime it last started running with */
 	/*
 	 * queued at its queue's lead cap (clock + lead_cap()): its start does
@@ -103,6 +104,22 @@ struct {
 static __always_inline struct task_ctx *lookup_tctx(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/* The cgroup slot @tctx's task is charged to now; SP_NO_CGROUP if none. */
+static __always_inline u32 task_slot(struct task_ctx *tctx)
+{
+	return tctx ? live_slot(tctx->cg_slot, tctx->cg_gen) : SP_NO_CGROUP;
+}
+
+/* @tctx's task is in @cgrp from now on. */
+static __always_inline void set_task_cgroup(struct task_ctx *tctx, struct cgroup *cgrp)
+{
+	struct sp_cgroup *cg;
+
+	tctx->cg_slot = slot_of(cgrp);
+	cg = cgroup_at(tctx->cg_slot);
+	tctx->cg_gen = cg ? READ_ONCE(cg->slot_gen) : 0;
 }
 
 /*
@@ -216,9 +233,9 @@ static const struct cpumask *and_allowed(struct task_struct *p, struct task_ctx 
 
 static __always_inline u64 lead_cap(struct task_ctx *tctx)
 {
-	struct sp_cgroup *cg = tctx ? cgroup_at(tctx->cg_slot) : NULL;
+	struct sp_cg_ctl *c = ctl_of(task_slot(tctx));
 
-	return cg && cg->idle_under ? SP_MAX_LEAD_IDLE_NS : SP_MAX_LEAD_NS;
+	return c && c->idle_under ? SP_MAX_LEAD_IDLE_NS : SP_MAX_LEAD_NS;
 }
 
 /*
@@ -240,7 +257,7 @@ static __always_inline u64 clamp_vtime(u64 vtime, struct task_struct *p, struct 
 					u32 part)
 {
 	u64 vtime_now = part_clock(part);
-	u64 ahead = vtime_cost(slice_ns, tctx ? tctx->cg_slot : SP_NO_CGROUP, p->scx.weight);
+	u64 ahead = vtime_cost(slice_ns, task_slot(tctx), p->scx.weight);
 
 	if (tctx && time_before(tctx->run_vtime + ahead, vtime))
 		ahead = vtime - tctx->run_vtime;
@@ -282,7 +299,7 @@ static __always_inline void runnable_on(struct task_struct *p, struct task_ctx *
 {
 	if (tctx->counted_slot != SP_NO_CGROUP)
 		return;
-	tctx->counted_slot = tctx->cg_slot;
+	tctx->counted_slot = task_slot(tctx);
 	tctx->counted_weight = p->scx.weight;
 	count_runnable(tctx->counted_slot, tctx->counted_weight, 1);
 }

@@ -305,15 +305,69 @@ fn cgroup_churn_leaves_nothing(r: &Results) -> Result<String> {
     attached(run)?;
     let (_, _, log) = probe_of(run, "cat /tmp/churn.log")?;
     let churned: usize = log
-        .split_whitespace()
-        .nth(1)
+        .lines()
+        .find_map(|l| l.strip_prefix("churned "))
+        .and_then(|l| l.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .with_context(|| format!("churn log: {log}"))?;
     if churned < 200 || log.contains("failed") {
         bail!("churn log: {log}");
     }
+    // No hog was lost (left parked, never released): each got at least a
+    // quarter of what its caps let it have (x 0.2 CPU; y what x leaves of
+    // a's 0.3; c 0.5), in clock ticks of 10 ms.
+    let ran: Vec<f64> = log
+        .lines()
+        .find_map(|l| l.strip_prefix("hogs ran "))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .with_context(|| format!("churn log: {log}"))?;
+    let [x, y, c, secs] = ran[..] else {
+        bail!("churn log: {log}");
+    };
+    for (name, ticks, cap) in [("a/x", x, 0.2), ("a/y", y, 0.1), ("c", c, 0.5)] {
+        let got = ticks / 100.0 / secs.max(1.0);
+        if got < cap / 4.0 {
+            bail!(
+                "the hog in {name} got {got:.3} CPUs over {secs} s, under a quarter of its {cap}: {log}"
+            );
+        }
+    }
+    // The caps did bite: the scheduler throttled the churned cgroups.
+    let (_, _, snapshots) = probe_of(run, "cat /tmp/churn-stat.")?;
+    let mut throttles = 0;
+    let mut seen = 0;
+    for view in serde_json::Deserializer::from_str(snapshots).into_iter::<StatView>() {
+        let view = view.with_context(|| format!("softpart stat during the churn: {snapshots}"))?;
+        seen += 1;
+        throttles += view
+            .tenants
+            .iter()
+            .filter(|t| t.path.starts_with("/bench/churner/"))
+            .map(|t| t.throttles)
+            .sum::<u64>();
+    }
+    if seen == 0 || throttles == 0 {
+        bail!(
+            "{seen} snapshots of softpart stat during the churn showed {throttles} throttles of its capped cgroups"
+        );
+    }
     let v = stat_json(run)?;
     let h = &v.held;
+    // One slot per cgroup of the cpu controller left: none leaked.
+    let cpu_cgroups = crate::table::probe_figures(run)
+        .get("cpu_cgroups")
+        .copied()
+        .context("no figure cpu_cgroups")? as usize;
+    if h.cgroup_slots != cpu_cgroups {
+        bail!(
+            "after {churned} cgroups: {} cgroup slots in use for {cpu_cgroups} cgroups of the cpu controller",
+            h.cgroup_slots
+        );
+    }
     // What the live groups need: the steady group's cgroup home only.
     if (h.task_homes, h.cgroup_homes, h.home_ids, h.balanced) != (0, 1, 1, 0) {
         let left = probe_of(run, "find /sys/fs/cgroup/bench")
@@ -327,10 +381,17 @@ fn cgroup_churn_leaves_nothing(r: &Results) -> Result<String> {
             h.balanced
         );
     }
-    let seen = every_thread_runs(run, 5.0, &[])?;
+    // The churner's script sits in a cgroup of its own the bench does not
+    // follow, and its hogs in cgroups gone by the end: their ticks above
+    // say they ran.
+    let ran = every_thread_runs(run, 5.0, &["churner"])?;
+    let cpus = |ticks: f64| ticks / 100.0 / secs.max(1.0);
     Ok(format!(
-        "{churned} cgroups churned; left: 0 thread homes, 1 cgroup home, 1 home id, 0 balanced; {}",
-        seen.join(", ")
+        "{churned} cgroups churned, hogs at {:.2}/{:.2}/{:.2} CPUs ({throttles} throttles seen in {seen} snapshots); left: {cpu_cgroups} cgroup slots for as many cgroups, 0 thread homes, 1 cgroup home, 1 home id, 0 balanced; {}",
+        cpus(x),
+        cpus(y),
+        cpus(c),
+        ran.join(", ")
     ))
 }
 
@@ -697,8 +758,17 @@ fn cgroup_refused_cleanly(r: &Results) -> Result<String> {
              after (expected {before})"
         );
     }
+    let (_, _, out) = probe_of(r.run_of("cgroup-refused", "eevdf")?, "sh /tmp/refused.sh")?;
+    let said = |prefix: &str| {
+        out.lines()
+            .filter(|l| l.starts_with(prefix) && l.contains("park_queues"))
+            .count()
+    };
+    if said("stat: limit reached") != 1 || said("log: limit reached") != 1 {
+        bail!("the refusal is not said once in the log and listed by softpart stat: {out}");
+    }
     Ok(format!(
-        "refused at mkdir, still attached; slots {before} -> {with} -> {after}"
+        "refused at mkdir, still attached; slots {before} -> {with} -> {after}; logged once and listed as a limit"
     ))
 }
 

@@ -1,0 +1,148 @@
+//! The fast path's full tables, said out loud (softpart_core::limits):
+//! each second the control plane compares each limit's event count with
+//! what it saw, names the latest subject the fast path left
+//! (limit_subject[]) and logs a limit's first hit at warning level. The
+//! counts are fast-path events (`softpart_events_total`); `softpart stat`
+//! lists the limits hit.
+
+use crate::bpf_intf as intf;
+use crate::{EVENT_NAMES, Scheduler, counters};
+use log::warn;
+use softpart_core::limits::Limit;
+
+/// What a limit's subject is.
+#[derive(Clone, Copy)]
+enum Subject {
+    Thread,
+    Cgroup,
+    CgroupSlot,
+}
+
+/// One fast-path limit: its entry in limit_subject[], the event that
+/// counts it, what it is.
+struct FastLimit {
+    index: u32,
+    event: &'static str,
+    subject: Subject,
+    limit: Limit,
+}
+
+const FAST_LIMITS: [FastLimit; 5] = [
+    FastLimit {
+        index: intf::sp_limit_SP_LIMIT_TASK_HOMES,
+        event: "task_home_not_kept",
+        subject: Subject::Thread,
+        limit: Limit {
+            name: "task_homes",
+            size: intf::softpart_consts_SP_MAX_TASK_HOMES as usize,
+            lost: "the home it inherited at fork is not kept (it runs without one)",
+        },
+    },
+    FastLimit {
+        index: intf::sp_limit_SP_LIMIT_CGROUP_SLOTS,
+        event: "cgroup_no_slot",
+        subject: Subject::Cgroup,
+        limit: Limit {
+            name: "cgroup_slots",
+            size: intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            lost: "its cpu.weight and cpu.max are not applied (its tasks are charged as plain tasks)",
+        },
+    },
+    FastLimit {
+        index: intf::sp_limit_SP_LIMIT_CGROUP_STORAGE,
+        event: "cgroup_no_storage",
+        subject: Subject::Cgroup,
+        limit: Limit {
+            name: "cgroup_storage",
+            size: intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            lost: "its cpu.weight and cpu.max are not applied (the kernel could not allocate its storage)",
+        },
+    },
+    FastLimit {
+        index: intf::sp_limit_SP_LIMIT_PARK_QUEUE,
+        event: "cgroup_refused",
+        subject: Subject::Cgroup,
+        limit: Limit {
+            name: "park_queues",
+            size: intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            lost: "its creation was refused (its park queue could not be made)",
+        },
+    },
+    FastLimit {
+        index: intf::sp_limit_SP_LIMIT_RELEASES,
+        event: "release_not_queued",
+        subject: Subject::CgroupSlot,
+        limit: Limit {
+            name: "release_queue",
+            size: 2 * intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            lost: "its parked tasks wait for the next refill",
+        },
+    },
+];
+
+/// Every limit `softpart stat` may list.
+pub(crate) fn all() -> Vec<Limit> {
+    FAST_LIMITS.iter().map(|l| l.limit).collect()
+}
+
+fn thread_name(tid: u64) -> String {
+    match std::fs::read_to_string(format!("/proc/{tid}/comm")) {
+        Ok(comm) => format!("thread {tid} ({})", comm.trim()),
+        Err(_) => format!("thread {tid} (gone)"),
+    }
+}
+
+impl Scheduler<'_> {
+    /// Logs each fast-path limit's first hit, and notes the latest subject.
+    pub(crate) fn check_limits(&mut self) {
+        let totals = counters::events(&counters::cpu_stats(&self.skel.maps));
+        let subjects: Vec<u64> = self
+            .skel
+            .maps
+            .bss_data
+            .as_ref()
+            .map_or(Vec::new(), |bss| bss.limit_subject.to_vec());
+        for l in &FAST_LIMITS {
+            let Some(at) = EVENT_NAMES.iter().position(|&n| n == l.event) else {
+                continue;
+            };
+            let hits = totals.get(at).copied().unwrap_or(0);
+            let id = subjects.get(l.index as usize).copied().unwrap_or(0);
+            let name = || match l.subject {
+                Subject::Thread => thread_name(id),
+                Subject::Cgroup => self
+                    .cgroup_paths
+                    .get(&id)
+                    .map_or(format!("cgroup id {id}"), |p| format!("cgroup {p}")),
+                Subject::CgroupSlot => self
+                    .skel
+                    .maps
+                    .bss_data
+                    .as_ref()
+                    .and_then(|bss| bss.cgroups.get(id as usize))
+                    .and_then(|c| self.cgroup_paths.get(&c.cgid))
+                    .map_or(format!("cgroup slot {id}"), |p| format!("cgroup {p}")),
+            };
+            let counted = format!("softpart_events_total{{event=\"{}\"}}", l.event);
+            if let Some(line) = self.limits.observe(&l.limit, hits, name, &counted) {
+                warn!("{line}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fast_limit_is_counted_by_an_event_and_has_its_own_subject() {
+        let mut seen = std::collections::BTreeSet::new();
+        for l in &FAST_LIMITS {
+            assert!(EVENT_NAMES.contains(&l.event), "no event {}", l.event);
+            assert!(l.index < intf::sp_limit_SP_NR_LIMITS, "{}", l.limit.name);
+            assert!(seen.insert(l.index), "{} shares its subject", l.limit.name);
+        }
+        assert_eq!(seen.len(), intf::sp_limit_SP_NR_LIMITS as usize);
+    }
+}

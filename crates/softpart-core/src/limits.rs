@@ -1,0 +1,151 @@
+//! Limits said out loud: every fixed-size table or map the scheduler can
+//! fill is counted each time it turns something away, logged the first
+//! time with what it turned away named, and listed by `softpart stat`.
+//! One mechanism for all of them: the fast path counts (an event counter)
+//! and leaves the latest subject; the control plane reads both and asks
+//! `Limits` what to say.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One limit: a table of `size` entries and what is lost when it is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// The table, as operators see it named (`cgroup_slots`).
+    pub name: &'static str,
+    pub size: usize,
+    /// What happens to the subject turned away, as a clause
+    /// ("its tasks are charged as plain tasks").
+    pub lost: &'static str,
+}
+
+/// What `softpart stat` lists of one limit that was hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitView {
+    pub limit: String,
+    pub size: usize,
+    /// Times it turned something away since the scheduler started.
+    pub hits: u64,
+    /// The latest subject turned away, named (a thread, a cgroup path).
+    pub last: String,
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    hits: u64,
+    last: String,
+}
+
+/// Per limit, the hits seen so far and the latest subject.
+#[derive(Debug, Default)]
+pub struct Limits {
+    seen: BTreeMap<&'static str, Seen>,
+}
+
+impl Limits {
+    /// `limit` has turned something away `hits` times in all (a count
+    /// that only grows); `subject` names the latest. Returns the line to
+    /// log at warning level when this is the limit's first hit, `None`
+    /// when nothing new happened or it was said already.
+    pub fn observe(
+        &mut self,
+        limit: &Limit,
+        hits: u64,
+        subject: impl FnOnce() -> String,
+        counted_as: &str,
+    ) -> Option<String> {
+        let seen = self.seen.entry(limit.name).or_default();
+        if hits <= seen.hits {
+            return None;
+        }
+        let first = seen.hits == 0;
+        seen.hits = hits;
+        seen.last = subject();
+        first.then(|| {
+            format!(
+                "limit reached: {} ({} entries) turned away {}: {}; further cases are counted in {counted_as} and listed by softpart stat",
+                limit.name, limit.size, seen.last, limit.lost
+            )
+        })
+    }
+
+    /// The limits hit so far, by name.
+    pub fn view(&self, limits: &[Limit]) -> Vec<LimitView> {
+        limits
+            .iter()
+            .filter_map(|l| {
+                let s = self.seen.get(l.name).filter(|s| s.hits > 0)?;
+                Some(LimitView {
+                    limit: l.name.to_string(),
+                    size: l.size,
+                    hits: s.hits,
+                    last: s.last.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SLOTS: Limit = Limit {
+        name: "cgroup_slots",
+        size: 2048,
+        lost: "its tasks are charged as plain tasks",
+    };
+    const HOMES: Limit = Limit {
+        name: "task_homes",
+        size: 65536,
+        lost: "the home it inherited at fork is not kept",
+    };
+
+    #[test]
+    fn a_limit_is_said_once_named_then_counted_and_listed() {
+        let mut l = Limits::default();
+        assert_eq!(l.observe(&SLOTS, 0, || unreachable!(), "m"), None);
+        assert!(l.view(&[SLOTS, HOMES]).is_empty());
+        let line = l
+            .observe(
+                &SLOTS,
+                1,
+                || "cgroup /a/b".into(),
+                "softpart_events_total{event=\"cgroup_no_slot\"}",
+            )
+            .expect("the first hit is said");
+        assert!(
+            line.contains("cgroup_slots (2048 entries) turned away cgroup /a/b: its tasks"),
+            "{line}"
+        );
+        assert!(line.contains("charged as plain tasks"), "{line}");
+        assert!(line.contains("cgroup_no_slot"), "{line}");
+        // No new hit: the subject is not even asked for.
+        assert_eq!(l.observe(&SLOTS, 1, || unreachable!(), "m"), None);
+        // More hits: counted, the latest named, not said again.
+        assert_eq!(l.observe(&SLOTS, 5, || "cgroup /a/c".into(), "m"), None);
+        // Another limit is said on its own first hit.
+        assert!(
+            l.observe(&HOMES, 2, || "thread 7 (sh)".into(), "m")
+                .is_some()
+        );
+        let v = l.view(&[SLOTS, HOMES]);
+        assert_eq!(
+            v,
+            vec![
+                LimitView {
+                    limit: "cgroup_slots".into(),
+                    size: 2048,
+                    hits: 5,
+                    last: "cgroup /a/c".into()
+                },
+                LimitView {
+                    limit: "task_homes".into(),
+                    size: 65536,
+                    hits: 2,
+                    last: "thread 7 (sh)".into()
+                },
+            ]
+        );
+    }
+}
