@@ -54,7 +54,7 @@
 	SP_EVENT(HELD_SKIP, "busy CPUs that left a queue head held for another CPU") \
 	SP_EVENT(OWNER_KEPT, "busy CPUs that kept a task homed there running over a visitor queued there") \
 	SP_EVENT(PREV_AHEAD, "busy CPUs that kept a task running whose vtime was below its queue head's") \
-	SP_EVENT(WAIT_BOUND, "queue heads that had waited past the wait bound and took the CPU over every other rule") \
+	SP_EVENT(WAIT_BOUND, "queue heads past the wait bound that took a busy CPU over every other rule") \
 	SP_EVENT(REENQUEUED, "tasks queued on a CPU a higher class (RT, deadline) took, moved to their partition's queue") \
 	SP_EVENT(YIELD_KEPT, "sched_yield() calls with nobody waiting: the task kept its slice") \
 	SP_EVENT(YIELD_KEPT_AWAY, "of those, by a task away from home") \

@@ -403,7 +403,9 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* What runs next here, unless another partition is owed the CPU. */
 	if (overdue) {
-		stat_inc(SP_STAT_WAIT_BOUND);
+		/* Counted where the bound decides: a free CPU takes the head anyway. */
+		if (busy)
+			stat_inc(SP_STAT_WAIT_BOUND);
 	} else if (qh.found && !held && !kept) {
 		if (pull_behind(cpu, own, qh.vtime, qh.tctx))
 			return;
