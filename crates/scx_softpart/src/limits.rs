@@ -34,7 +34,7 @@ const FAST_LIMITS: [FastLimit; 5] = [
         subject: Subject::Thread,
         limit: Limit {
             name: "task_homes",
-            size: intf::softpart_consts_SP_MAX_TASK_HOMES as usize,
+            size: Some(intf::softpart_consts_SP_MAX_TASK_HOMES as usize),
             lost: "the home it inherited at fork is not kept (it runs without one)",
         },
     },
@@ -44,7 +44,7 @@ const FAST_LIMITS: [FastLimit; 5] = [
         subject: Subject::Cgroup,
         limit: Limit {
             name: "cgroup_slots",
-            size: intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            size: Some(intf::softpart_consts_SP_MAX_CGROUPS as usize),
             lost: "its cpu.weight and cpu.max are not applied (its tasks are charged as plain tasks)",
         },
     },
@@ -54,7 +54,7 @@ const FAST_LIMITS: [FastLimit; 5] = [
         subject: Subject::Cgroup,
         limit: Limit {
             name: "cgroup_storage",
-            size: intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            size: None,
             lost: "its cpu.weight and cpu.max are not applied (the kernel could not allocate its storage)",
         },
     },
@@ -64,7 +64,7 @@ const FAST_LIMITS: [FastLimit; 5] = [
         subject: Subject::Cgroup,
         limit: Limit {
             name: "park_queues",
-            size: intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            size: None,
             lost: "its creation was refused (its park queue could not be made)",
         },
     },
@@ -74,7 +74,7 @@ const FAST_LIMITS: [FastLimit; 5] = [
         subject: Subject::CgroupSlot,
         limit: Limit {
             name: "release_queue",
-            size: 2 * intf::softpart_consts_SP_MAX_CGROUPS as usize,
+            size: Some(2 * intf::softpart_consts_SP_MAX_CGROUPS as usize),
             lost: "its parked tasks wait for the next refill",
         },
     },

@@ -200,8 +200,11 @@ fn stat_table(v: &StatView) -> String {
     for l in &v.limits {
         let _ = writeln!(
             out,
-            "limit reached: {} ({} entries) full {} times, last for {}",
-            l.limit, l.size, l.hits, l.last
+            "limit reached: {}{} {} times, last for {}",
+            l.limit,
+            softpart_core::limits::entries(l.size),
+            l.hits,
+            l.last
         );
     }
     out
@@ -340,14 +343,16 @@ mod tests {
             }],
             limits: vec![softpart_core::limits::LimitView {
                 limit: "cgroup_slots".into(),
-                size: 2048,
+                size: Some(2048),
                 hits: 3,
                 last: "cgroup /bench/c9".into(),
             }],
         };
         let t = stat_table(&v);
         assert!(
-            t.contains("limit reached: cgroup_slots (2048 entries) full 3 times, last for cgroup /bench/c9\n"),
+            t.contains(
+                "limit reached: cgroup_slots (2048 entries) 3 times, last for cgroup /bench/c9\n"
+            ),
             "{t}"
         );
         assert!(

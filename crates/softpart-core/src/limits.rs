@@ -8,22 +8,29 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One limit: a table of `size` entries and what is lost when it is full.
+/// One limit: a table of `size` entries (`None`: an allocation the
+/// kernel can refuse, of no fixed size) and what is lost when it is hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limit {
     /// The table, as operators see it named (`cgroup_slots`).
     pub name: &'static str,
-    pub size: usize,
+    pub size: Option<usize>,
     /// What happens to the subject turned away, as a clause
     /// ("its tasks are charged as plain tasks").
     pub lost: &'static str,
+}
+
+/// " (N entries)" for a table of a fixed size, "" for an allocation.
+pub fn entries(size: Option<usize>) -> String {
+    size.map_or(String::new(), |n| format!(" ({n} entries)"))
 }
 
 /// What `softpart stat` lists of one limit that was hit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LimitView {
     pub limit: String,
-    pub size: usize,
+    /// Its entries; `None` for an allocation of no fixed size.
+    pub size: Option<usize>,
     /// Times it turned something away since the scheduler started.
     pub hits: u64,
     /// The latest subject turned away, named (a thread, a cgroup path).
@@ -63,8 +70,11 @@ impl Limits {
         seen.last = subject();
         first.then(|| {
             format!(
-                "limit reached: {} ({} entries) turned away {}: {}; further cases are counted in {counted_as} and listed by softpart stat",
-                limit.name, limit.size, seen.last, limit.lost
+                "limit reached: {}{} turned away {}: {}; further cases are counted in {counted_as} and listed by softpart stat",
+                limit.name,
+                entries(limit.size),
+                seen.last,
+                limit.lost
             )
         })
     }
@@ -92,14 +102,30 @@ mod tests {
 
     const SLOTS: Limit = Limit {
         name: "cgroup_slots",
-        size: 2048,
+        size: Some(2048),
         lost: "its tasks are charged as plain tasks",
     };
     const HOMES: Limit = Limit {
         name: "task_homes",
-        size: 65536,
+        size: Some(65536),
         lost: "the home it inherited at fork is not kept",
     };
+
+    #[test]
+    fn an_allocation_is_not_said_to_have_entries() {
+        let queues = Limit {
+            name: "park_queues",
+            size: None,
+            lost: "its creation was refused",
+        };
+        let line = Limits::default()
+            .observe(&queues, 1, || "cgroup id 9".into(), "m")
+            .unwrap();
+        assert!(
+            line.contains("park_queues turned away cgroup id 9"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn a_limit_is_said_once_named_then_counted_and_listed() {
@@ -135,13 +161,13 @@ mod tests {
             vec![
                 LimitView {
                     limit: "cgroup_slots".into(),
-                    size: 2048,
+                    size: Some(2048),
                     hits: 5,
                     last: "cgroup /a/c".into()
                 },
                 LimitView {
                     limit: "task_homes".into(),
-                    size: 65536,
+                    size: Some(65536),
                     hits: 2,
                     last: "thread 7 (sh)".into()
                 },
