@@ -93,7 +93,9 @@ pub(crate) struct Opts {
 
     /// Serve the counters per group, partition and cgroup in the
     /// OpenMetrics text format (Prometheus) at http://ADDR/metrics, e.g.
-    /// 127.0.0.1:9090. `--help-stats` lists them.
+    /// 127.0.0.1:17321 (outside the 9100-9999 range Prometheus allocates to
+    /// exporters, so no exporter on the host has it by default).
+    /// `--help-stats` lists them.
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<String>,
 

@@ -249,10 +249,11 @@ pub fn rule_for<'a>(rules: &'a [Rule], cgroup: &str) -> Option<&'a Rule> {
 mod tests {
     use super::*;
 
+    /// Two nodes of four CPUs, one LLC each.
     fn resolve(spec: &HomeSpec) -> Result<BTreeSet<usize>> {
         match spec {
-            HomeSpec::Node(0) => Ok((0..4).collect()),
-            HomeSpec::Node(1) => Ok((4..8).collect()),
+            HomeSpec::Node(0) | HomeSpec::Llc(0) => Ok((0..4).collect()),
+            HomeSpec::Node(1) | HomeSpec::Llc(1) => Ok((4..8).collect()),
             HomeSpec::Cpus(c) => Ok(softpart_core::cpulist::parse(c)?),
             other => bail!("{other:?} does not exist"),
         }
@@ -363,6 +364,49 @@ mod tests {
             resolve,
         )
         .unwrap();
+    }
+
+    /// docs/recipes.md's `toml` blocks, and a cgroup each rule must match.
+    #[test]
+    fn every_recipe_parses_and_matches() {
+        let doc = include_str!("../../../docs/recipes.md");
+        let blocks: Vec<&str> = doc
+            .split("```toml\n")
+            .skip(1)
+            .map(|b| b.split("```").next().unwrap())
+            .collect();
+        assert!(blocks.len() >= 5, "{} blocks", blocks.len());
+        let mut rules = Vec::new();
+        let mut balance = Vec::new();
+        for b in blocks {
+            let cfg = parse(b, resolve).unwrap_or_else(|e| panic!("{e:#}\n{b}"));
+            rules.extend(cfg.homes);
+            balance.extend(cfg.balance);
+        }
+        for (cgroup, home) in [
+            (
+                "/system.slice/system-postgresql.slice/postgresql@17-main.service",
+                true,
+            ),
+            ("/machine.slice/machine-qemu\\x2d1\\x2ddb1.scope", true),
+            ("/machine.slice/machine-qemu\\x2d17\\x2ddb1.scope", true),
+            ("/machine.slice/machine-qemu\\x2d3\\x2dweb1.scope", true),
+            ("/tenant.slice/tenant-a.slice", true),
+            (
+                "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice",
+                false,
+            ),
+        ] {
+            let found = if home {
+                rule_for(&rules, cgroup).is_some()
+            } else {
+                balance_rule_for(&balance, cgroup).is_some()
+            };
+            assert!(found, "no recipe matches {cgroup}");
+        }
+        // The domain id is matched; the name is not.
+        let db1 = rule_for(&rules, "/machine.slice/machine-qemu\\x2d1\\x2ddb1.scope").unwrap();
+        assert!(!db1.matches("/machine.slice/machine-qemu\\x2d1\\x2ddb2.scope"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod home_maps;
 mod homes;
 mod limits;
 mod load;
+mod logger;
 mod machine;
 mod metrics;
 mod notify;
@@ -79,6 +80,7 @@ struct Session {
     /// Scrapes of --metrics, waiting for a snapshot.
     metrics: Option<Receiver<metrics::SnapshotRequest>>,
     restarts: u32,
+    reloads: reload::Reloads,
 }
 
 /// Reads the CPU topology. A CPU going offline while it is read removes
@@ -180,7 +182,8 @@ impl Session {
             );
         }
         let topo = read_topology()?;
-        let checked = CheckedConfig::new(opts, opts.config.as_deref(), &topo)?;
+        let checked = CheckedConfig::new(opts, opts.config.as_deref(), &topo)
+            .map_err(|e| e.context(ConfigRefused))?;
         let restored = match &opts.state_dir {
             None => state::Restored::default(),
             Some(dir) => match state::load(dir, state::task_start_time, state::cgroup_id) {
@@ -200,8 +203,12 @@ impl Session {
                 }
             },
         };
-        let metrics = opts.metrics.as_deref().map(metrics::serve).transpose()?;
         let attached = Arc::new(AtomicBool::new(false));
+        let metrics = opts
+            .metrics
+            .as_deref()
+            .map(|addr| metrics::serve(addr, attached.clone()))
+            .transpose()?;
         let calls = control::serve(&opts.control_socket, attached.clone())?;
         let stats_server = StatsServer::new(stats::server_data())
             .launch()
@@ -218,6 +225,7 @@ impl Session {
             rule_homes: BTreeMap::new(),
             metrics,
             restarts: 0,
+            reloads: reload::Reloads::started(reload::unix_now()),
         })
     }
 }
@@ -265,6 +273,9 @@ struct Scheduler<'a> {
     last_busy: Vec<u64>,
     last_util_at: std::time::Instant,
     restarts: u32,
+    /// The config loads so far, and the status line last sent to systemd.
+    reloads: reload::Reloads,
+    status_sent: String,
     explicit_parts: Option<Vec<BTreeSet<usize>>>,
     attached: Arc<AtomicBool>,
 }
@@ -310,6 +321,7 @@ impl<'a> Scheduler<'a> {
             rule_homes,
             metrics,
             restarts,
+            reloads,
         } = session;
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
         if nr_cpu_ids > bpf_intf::softpart_consts_SP_MAX_CPUS as usize {
@@ -378,6 +390,8 @@ impl<'a> Scheduler<'a> {
             last_busy: vec![0; nr],
             last_util_at: std::time::Instant::now(),
             restarts,
+            reloads,
+            status_sent: String::new(),
             explicit_parts,
             attached,
         };
@@ -405,7 +419,8 @@ impl<'a> Scheduler<'a> {
         let (stats_tx, stats_rx) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             if reload.swap(false, Ordering::Relaxed) {
-                self.reload();
+                // SIGHUP: the verdict goes to the log and the metrics.
+                let _ = self.reload();
             }
             if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
                 self.refresh_softness();
@@ -421,6 +436,7 @@ impl<'a> Scheduler<'a> {
                 let used = referenced_homes(&self.skel.maps);
                 self.homes.release_unreferenced(&used);
                 self.sample_homes();
+                self.update_status();
                 self.last_scan = std::time::Instant::now();
             }
             if self.last_balance.elapsed() >= self.balance_period && !self.balance_rules.is_empty()
@@ -440,6 +456,7 @@ impl<'a> Scheduler<'a> {
                     let _ = call.reply.send(resp);
                     if changes {
                         self.save_state();
+                        self.update_status();
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -733,6 +750,7 @@ impl<'a> Scheduler<'a> {
             rule_homes: self.rule_homes,
             metrics: self.metrics,
             restarts: self.restarts + 1,
+            reloads: self.reloads,
         }
     }
 }
@@ -812,22 +830,45 @@ fn join(pids: &[u32]) -> String {
         .join(",")
 }
 
-fn main() -> Result<()> {
+/// Marks a start refused for its config file or options: the exit status
+/// is then `EXIT_CONFIG`, which the unit does not restart on (a loop of
+/// restarts would not fix the file).
+#[derive(Debug)]
+struct ConfigRefused;
+
+impl std::fmt::Display for ConfigRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "not starting: the configuration is not usable (exit {EXIT_CONFIG})"
+        )
+    }
+}
+
+/// sysexits.h's EX_CONFIG; the unit's RestartPreventExitStatus.
+const EXIT_CONFIG: u8 = 78;
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!("{e:#}");
+            if e.downcast_ref::<ConfigRefused>().is_some() {
+                std::process::ExitCode::from(EXIT_CONFIG)
+            } else {
+                std::process::ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn run() -> Result<()> {
     let opts = Opts::parse();
-    simplelog::TermLogger::init(
-        if opts.verbose {
-            simplelog::LevelFilter::Debug
-        } else {
-            simplelog::LevelFilter::Info
-        },
-        simplelog::ConfigBuilder::new()
-            .set_time_level(simplelog::LevelFilter::Off)
-            .set_target_level(simplelog::LevelFilter::Off)
-            .set_thread_level(simplelog::LevelFilter::Off)
-            .build(),
-        simplelog::TerminalMode::Stderr,
-        simplelog::ColorChoice::Never,
-    )?;
+    logger::init(if opts.verbose {
+        log::LevelFilter::Debug
+    } else {
+        log::LevelFilter::Info
+    })?;
     // libbpf's warnings (the verifier's log when a load fails) always; its
     // debug chatter with --verbose.
     scx_utils::init_libbpf_logging(Some(if opts.verbose {
@@ -880,7 +921,8 @@ fn main() -> Result<()> {
     let mut session = Session::start(&opts)?;
     loop {
         let mut sched = at_top_priority(|| Scheduler::init(&opts, &mut open_object, session))?;
-        notify::ready();
+        sched.status_sent = sched.status_line();
+        notify::ready(&sched.status_sent);
         let uei = sched.run(shutdown.clone(), &reload)?;
         if !uei.should_restart() {
             notify::stopping();

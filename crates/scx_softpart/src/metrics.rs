@@ -13,6 +13,8 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use softpart_core::hist;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
 use std::time::Duration;
 
@@ -30,8 +32,39 @@ const fn fam(name: &'static str, help: &'static str, kind: MetricType) -> Family
 
 use MetricType::{Counter, Gauge, Histogram};
 
-/// Every family served, in the order served.
+/// Every family served, in the order served. The first two are served
+/// even while the scheduler attaches again (the rest wait for it).
 pub const FAMILIES: &[Family] = &[
+    fam(
+        "softpart_build_info",
+        "the running build: version and git commit, value 1",
+        Gauge,
+    ),
+    fam(
+        "softpart_attached",
+        "1 while the BPF scheduler is attached, 0 while the control plane attaches it again",
+        Gauge,
+    ),
+    fam(
+        "softpart_restarts",
+        "attachments after the first (the kernel detaches the scheduler at a CPU hotplug)",
+        Counter,
+    ),
+    fam(
+        "softpart_config_reloads",
+        "config reloads by result (applied, refused)",
+        Counter,
+    ),
+    fam(
+        "softpart_config_last_reload_successful",
+        "1 if the last config load (at start or a reload) was applied, 0 if it was refused",
+        Gauge,
+    ),
+    fam(
+        "softpart_config_last_reload_success_timestamp_seconds",
+        "when a config was last applied, at start or by a reload (seconds since the epoch)",
+        Gauge,
+    ),
     fam(
         "softpart_group_info",
         "a group (a cgroup or process set with a home): its home CPUs and softness, value 1",
@@ -135,6 +168,9 @@ pub const FAMILIES: &[Family] = &[
     ),
 ];
 
+/// A family of one series.
+const NO_LABELS: [(&str, &str); 0] = [];
+
 /// Run-delay bucket bounds served, in ns: 10 µs to 10 s.
 const DELAY_BOUNDS_NS: [u64; 13] = [
     10_000,
@@ -196,7 +232,11 @@ fn delay_buckets(c: &RawCounters) -> (f64, u64, Vec<(f64, u64)>) {
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::result::Result<(), std::fmt::Error> {
         let s = &self.0;
+        let service = &s.service;
         for f in FAMILIES {
+            if !service.attached && !matches!(f.name, "softpart_build_info" | "softpart_attached") {
+                continue;
+            }
             let mut me = enc.encode_descriptor(f.name, f.help, None, f.kind)?;
             macro_rules! counter {
                 ($labels:expr, $v:expr) => {
@@ -217,6 +257,31 @@ impl Collector for Scrape {
                 }};
             }
             match f.name {
+                "softpart_build_info" => gauge!(
+                    [
+                        ("version", env!("CARGO_PKG_VERSION")),
+                        ("git", env!("SOFTPART_GIT_REV"))
+                    ],
+                    1i64
+                ),
+                "softpart_attached" => gauge!(NO_LABELS, i64::from(service.attached)),
+                "softpart_restarts" => counter!(NO_LABELS, u64::from(service.restarts)),
+                "softpart_config_reloads" => {
+                    if let Some(r) = &service.reloads {
+                        counter!([("result", "applied")], r.applied);
+                        counter!([("result", "refused")], r.refused);
+                    }
+                }
+                "softpart_config_last_reload_successful" => {
+                    if let Some(r) = &service.reloads {
+                        gauge!(NO_LABELS, i64::from(r.last_ok));
+                    }
+                }
+                "softpart_config_last_reload_success_timestamp_seconds" => {
+                    if let Some(r) = &service.reloads {
+                        gauge!(NO_LABELS, r.last_success_unix);
+                    }
+                }
                 "softpart_group_info" => {
                     for (g, (home, soft, _)) in &s.groups {
                         let home = if home.is_empty() { "-" } else { home.as_str() };
@@ -372,7 +437,10 @@ pub type SnapshotRequest = SyncSender<Snapshot>;
 
 /// Serves `GET /metrics` on `addr`; each scrape sends a request on the
 /// returned channel and waits (up to 5 s) for the main loop's snapshot.
-pub fn serve(addr: &str) -> Result<Receiver<SnapshotRequest>> {
+/// While no scheduler is `attached` (the control plane attaches again
+/// after a hotplug, for seconds), a scrape gets the build and
+/// `softpart_attached 0` rather than an error.
+pub fn serve(addr: &str, attached: Arc<AtomicBool>) -> Result<Receiver<SnapshotRequest>> {
     let server =
         tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
     let (tx, rx): (Sender<SnapshotRequest>, _) = std::sync::mpsc::channel();
@@ -390,6 +458,7 @@ pub fn serve(addr: &str) -> Result<Receiver<SnapshotRequest>> {
                         .send(reply)
                         .ok()
                         .and_then(|()| answer.recv_timeout(Duration::from_secs(5)).ok())
+                        .or_else(|| (!attached.load(Ordering::Relaxed)).then(Snapshot::default))
                         .map(encode);
                     match text {
                         Some(Ok(t)) => tiny_http::Response::from_string(t).with_header(
@@ -432,6 +501,11 @@ mod tests {
         c.delay_hist[hist::bucket(1_900_000)] += 1;
         let mut s = Snapshot {
             events: vec![("pick_prev", 7)],
+            service: crate::stats::ServiceState {
+                attached: true,
+                restarts: 0,
+                reloads: Some(crate::reload::Reloads::started(1_700_000_000.0)),
+            },
             ..Default::default()
         };
         s.groups
@@ -464,6 +538,36 @@ mod tests {
             assert!(help.contains(f.name), "{} not described", f.name);
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn while_detached_only_the_build_and_the_attach_state_are_served() {
+        let text = encode(Snapshot::default()).unwrap();
+        assert!(text.contains("softpart_attached 0\n"), "{text}");
+        assert!(text.contains("softpart_build_info{version="), "{text}");
+        assert!(
+            !text.contains("softpart_config_last_reload_successful"),
+            "{text}"
+        );
+        assert!(!text.contains("softpart_group_run_seconds"), "{text}");
+    }
+
+    #[test]
+    fn a_refused_reload_reads_as_unsuccessful_with_the_last_good_time() {
+        let mut s = snapshot();
+        let mut r = crate::reload::Reloads::started(1_700_000_000.0);
+        r.record(false, 1_700_000_100.0);
+        s.service.reloads = Some(r);
+        let text = encode(s).unwrap();
+        for line in [
+            "softpart_attached 1\n",
+            "softpart_config_last_reload_successful 0\n",
+            "softpart_config_last_reload_success_timestamp_seconds 1700000000.0\n",
+            "softpart_config_reloads_total{result=\"refused\"} 1\n",
+            "softpart_config_reloads_total{result=\"applied\"} 0\n",
+        ] {
+            assert!(text.contains(line), "no {line:?} in\n{text}");
+        }
     }
 
     #[test]

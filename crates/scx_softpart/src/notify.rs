@@ -12,9 +12,16 @@ fn send(states: &[NotifyState]) {
     }
 }
 
-/// Attached, and the config's homes given: `systemctl start` returns.
-pub fn ready() {
-    send(&[NotifyState::Ready, NotifyState::Status("attached")]);
+/// Attached, and the config's homes given (or a reload done):
+/// `systemctl start` or the reload returns; `status` is what
+/// `systemctl status` shows.
+pub fn ready(status: &str) {
+    send(&[NotifyState::Ready, NotifyState::Status(status)]);
+}
+
+/// A new line for `systemctl status`.
+pub fn status(status: &str) {
+    send(&[NotifyState::Status(status)]);
 }
 
 /// A reload begins; `ready` ends it.

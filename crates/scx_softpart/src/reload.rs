@@ -12,6 +12,7 @@
 use crate::config::{self, Match};
 use crate::control;
 use crate::homes::Home;
+use crate::notify;
 use crate::{CheckedConfig, Scheduler, read_topology};
 use anyhow::{Result, bail};
 use log::{info, warn};
@@ -28,6 +29,47 @@ enum Source {
     Operator,
     Rule,
     Balancer,
+}
+
+/// What the config loads so far came to, for the status line and the
+/// metrics; kept across reattachments.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Reloads {
+    pub applied: u64,
+    pub refused: u64,
+    /// Whether the last load (the start's or a reload's) was applied.
+    pub last_ok: bool,
+    /// When a config was last applied, at start or by a reload, in
+    /// seconds since the epoch.
+    pub last_success_unix: f64,
+}
+
+impl Reloads {
+    /// The config the scheduler started with, applied at `now`.
+    pub fn started(now: f64) -> Reloads {
+        Reloads {
+            applied: 0,
+            refused: 0,
+            last_ok: true,
+            last_success_unix: now,
+        }
+    }
+
+    pub fn record(&mut self, ok: bool, now: f64) {
+        self.last_ok = ok;
+        if ok {
+            self.applied += 1;
+            self.last_success_unix = now;
+        } else {
+            self.refused += 1;
+        }
+    }
+}
+
+pub(crate) fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 impl Scheduler<'_> {
@@ -48,18 +90,52 @@ impl Scheduler<'_> {
         }
     }
 
-    /// Reads the config file again and applies it, or logs why not.
-    pub(crate) fn reload(&mut self) {
-        crate::notify::reloading();
-        let outcome = self.checked_reload();
-        crate::notify::ready();
-        match outcome {
-            Ok(changed) => info!(
-                "reload: config applied ({} home rule(s), {} balance rule(s)); {changed} cgroup(s) changed",
-                self.rules.len(),
-                self.balance_rules.len()
-            ),
-            Err(e) => warn!("reload refused, the running config stays: {e:#}"),
+    /// Reads the config file again and applies it, or refuses it: the
+    /// verdict in words, logged (a refusal as a warning), counted for the
+    /// metrics and shown in `systemctl status`.
+    pub(crate) fn reload(&mut self) -> std::result::Result<String, String> {
+        notify::reloading();
+        let verdict = match self.checked_reload() {
+            Ok(changed) => {
+                let msg = format!(
+                    "config applied: {} home rule(s), {} balance rule(s); {changed} cgroup(s) changed",
+                    self.rules.len(),
+                    self.balance_rules.len()
+                );
+                info!("reload: {msg}");
+                Ok(msg)
+            }
+            Err(e) => {
+                let msg = format!("reload refused, the running config stays: {e:#}");
+                warn!("{msg}");
+                Err(msg)
+            }
+        };
+        self.reloads.record(verdict.is_ok(), unix_now());
+        notify::ready(&self.status_line());
+        verdict
+    }
+
+    /// `systemctl status`'s line: the homes in effect, the last reload.
+    pub(crate) fn status_line(&self) -> String {
+        let homes = self.home_views().len();
+        let reload = match (
+            self.reloads.applied + self.reloads.refused,
+            self.reloads.last_ok,
+        ) {
+            (0, _) => String::new(),
+            (_, true) => "; last reload applied".to_string(),
+            (_, false) => "; last reload refused (see the journal)".to_string(),
+        };
+        format!("attached; {homes} home(s) in effect{reload}")
+    }
+
+    /// Sends the status line again if it changed.
+    pub(crate) fn update_status(&mut self) {
+        let line = self.status_line();
+        if line != self.status_sent {
+            notify::status(&line);
+            self.status_sent = line;
         }
     }
 
@@ -165,5 +241,26 @@ impl Scheduler<'_> {
             .find(label)
             .and_then(|id| self.homes.get(id))
             .is_some_and(|h| &h.cpus == cpus && h.softness == softness)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_reload_keeps_the_time_of_the_last_applied_one() {
+        let mut r = Reloads::started(100.0);
+        assert!(r.last_ok);
+        r.record(false, 200.0);
+        assert_eq!(
+            (r.last_ok, r.refused, r.last_success_unix),
+            (false, 1, 100.0)
+        );
+        r.record(true, 300.0);
+        assert_eq!(
+            (r.last_ok, r.applied, r.last_success_unix),
+            (true, 1, 300.0)
+        );
     }
 }

@@ -188,6 +188,11 @@ impl Scheduler<'_> {
     pub(crate) fn snapshot(&self) -> stats::Snapshot {
         let mut snap = stats::Snapshot {
             at_ns: monotonic_ns(),
+            service: stats::ServiceState {
+                attached: true,
+                restarts: self.restarts,
+                reloads: Some(self.reloads.clone()),
+            },
             ..Default::default()
         };
         let maps = &self.skel.maps;

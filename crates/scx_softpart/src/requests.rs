@@ -106,6 +106,15 @@ impl Scheduler<'_> {
             Request::List => Ok(Response::Homes {
                 homes: self.home_views(),
             }),
+            Request::Reload => {
+                if !peer.privileged() {
+                    bail!("reload: only root (or CAP_SYS_NICE) may reload the config");
+                }
+                match self.reload() {
+                    Ok(message) => Ok(Response::Ok { message }),
+                    Err(message) => Ok(Response::Error { message }),
+                }
+            }
         }
     }
 

@@ -90,10 +90,22 @@ pub struct RawTenant {
     pub throttles: u64,
 }
 
+/// The service's own state, for the metrics.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceState {
+    /// Whether a BPF scheduler is attached: false only in the answer the
+    /// metrics thread gives itself while the control plane attaches again.
+    pub attached: bool,
+    /// Attachments after the first (the kernel detaches for a CPU hotplug).
+    pub restarts: u32,
+    pub reloads: Option<crate::reload::Reloads>,
+}
+
 /// Everything a report is computed from, taken at one instant.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub at_ns: u64,
+    pub service: ServiceState,
     /// The fast path's event counters (enum sp_stat order), by name.
     pub events: Vec<(&'static str, u64)>,
     /// By group label: (home CPUs, softness, counters). The tasks without
@@ -492,6 +504,7 @@ mod tests {
     fn snap(at_s: u64, groups: Vec<(&str, &str, RawCounters)>) -> Snapshot {
         Snapshot {
             at_ns: at_s * 1_000_000_000,
+            service: Default::default(),
             events: vec![("pick_prev", at_s * 10)],
             groups: groups
                 .into_iter()

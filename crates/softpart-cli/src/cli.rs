@@ -16,7 +16,8 @@ Examples:
   softpart show --pid 4242
   softpart list
   softpart prefer --pid 4242 --clear
-  softpart stat";
+  softpart stat
+  softpart reload";
 
 /// Give tasks and cgroups a soft home under scx_softpart.
 ///
@@ -76,6 +77,10 @@ pub(crate) enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Make the scheduler read its config file again and apply it whole,
+    /// or refuse it whole and keep the running config: prints the verdict,
+    /// exits 3 on a refusal (what `systemctl reload softpart` runs).
+    Reload,
 }
 
 #[derive(Debug, Args)]

@@ -5,10 +5,10 @@
 
 mod cli;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Parser;
 use cli::{Cli, Cmd};
-use softpart_core::control::{HomeSpec, HomeView, Request, Response, StatView, Target};
+use softpart_core::control::{HomeSpec, HomeView, Request, Response, StatView, Target, exit};
 use softpart_core::cpulist;
 use softpart_core::pending::{self, Pending};
 use std::io::{BufRead, BufReader, Write};
@@ -32,20 +32,57 @@ fn home_spec(cpus: Option<String>, node: Option<u32>, llc: Option<u32>) -> Resul
     }
 }
 
-fn call(socket: &PathBuf, req: &Request) -> Result<Response> {
-    let mut stream = UnixStream::connect(socket).with_context(|| {
-        format!(
-            "connecting to {} (is scx_softpart running?)",
-            socket.display()
-        )
-    })?;
+/// An error with the exit status it gives (`exit`'s list).
+#[derive(Debug)]
+struct Failure {
+    status: u8,
+    error: anyhow::Error,
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Failure {
+        Failure {
+            status: exit::FAILURE,
+            error,
+        }
+    }
+}
+
+fn with_status(status: u8) -> impl FnOnce(anyhow::Error) -> Failure {
+    move |error| Failure { status, error }
+}
+
+fn fail<T>(status: u8, message: String) -> std::result::Result<T, Failure> {
+    Err(Failure {
+        status,
+        error: anyhow!(message),
+    })
+}
+
+/// One request, one answer; a socket nobody answers on is `exit::DOWN`.
+fn call(socket: &PathBuf, req: &Request) -> std::result::Result<Response, Failure> {
+    let mut stream = UnixStream::connect(socket)
+        .with_context(|| {
+            format!(
+                "connecting to {} (is scx_softpart running?)",
+                socket.display()
+            )
+        })
+        .map_err(with_status(exit::DOWN))?;
+    Ok(exchange(&mut stream, req)?)
+}
+
+fn exchange(stream: &mut UnixStream, req: &Request) -> Result<Response> {
     writeln!(stream, "{}", serde_json::to_string(req)?)?;
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line)?;
+    if line.is_empty() {
+        bail!("the scheduler closed the connection without an answer");
+    }
     serde_json::from_str(&line).with_context(|| format!("unreadable answer {line:?}"))
 }
 
-fn report(resp: Response) -> Result<()> {
+fn report(resp: Response) -> std::result::Result<(), Failure> {
     match resp {
         Response::Ok { message } => {
             println!("{message}");
@@ -73,7 +110,8 @@ fn report(resp: Response) -> Result<()> {
             print!("{}", list_table(&homes));
             Ok(())
         }
-        Response::Error { message } | Response::Unavailable { message } => bail!("{message}"),
+        Response::Error { message } => fail(exit::REFUSED, message),
+        Response::Unavailable { message } => fail(exit::DOWN, message),
     }
 }
 
@@ -200,18 +238,37 @@ fn stat_table(v: &StatView) -> String {
     for l in &v.limits {
         let _ = writeln!(
             out,
-            "limit reached: {}{} {} times, last for {}",
+            "limit reached: {}{} {}, last for {}",
             l.limit,
             softpart_core::limits::entries(l.size),
-            l.hits,
+            times(l.hits),
             l.last
         );
     }
     out
 }
 
-fn main() -> Result<()> {
+/// "once", "twice", "N times".
+fn times(n: u64) -> String {
+    match n {
+        1 => "once".to_string(),
+        2 => "twice".to_string(),
+        n => format!("{n} times"),
+    }
+}
+
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("softpart: {:#}", f.error);
+            std::process::ExitCode::from(f.status)
+        }
+    }
+}
+
+fn run(cli: Cli) -> std::result::Result<(), Failure> {
     match cli.cmd {
         Cmd::Prefer(a) => {
             let target = match a.cgroup {
@@ -222,11 +279,14 @@ fn main() -> Result<()> {
                 Request::Clear { target }
             } else {
                 if a.cpus.is_none() && a.node.is_none() && a.llc.is_none() {
-                    bail!("give a home: --cpus, --node or --llc (or --clear)");
+                    return fail(
+                        exit::USAGE,
+                        "give a home: --cpus, --node or --llc (or --clear)".into(),
+                    );
                 }
                 Request::Prefer {
                     target,
-                    home: home_spec(a.cpus, a.node, a.llc)?,
+                    home: home_spec(a.cpus, a.node, a.llc).map_err(with_status(exit::USAGE))?,
                     softness: a.softness,
                 }
             };
@@ -235,7 +295,10 @@ fn main() -> Result<()> {
         Cmd::Show { pid } => report(call(&cli.socket, &Request::Show { pid })?),
         Cmd::Stat { json } => match call(&cli.socket, &Request::Stat)? {
             Response::Stat(v) if json => {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
+                );
                 Ok(())
             }
             Response::Stat(v) => {
@@ -246,13 +309,18 @@ fn main() -> Result<()> {
         },
         Cmd::List { json } => match call(&cli.socket, &Request::List)? {
             Response::Homes { homes } if json => {
-                println!("{}", serde_json::to_string_pretty(&homes)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&homes).map_err(anyhow::Error::from)?
+                );
                 Ok(())
             }
             other => report(other),
         },
+        Cmd::Reload => report(call(&cli.socket, &Request::Reload)?),
         Cmd::Exec(a) => {
-            let home = home_spec(a.home.cpus, a.home.node, a.home.llc)?;
+            let home = home_spec(a.home.cpus, a.home.node, a.home.llc)
+                .map_err(with_status(exit::USAGE))?;
             let me = std::process::id();
             let req = Request::Prefer {
                 target: Target::Pids(vec![me]),
@@ -265,10 +333,10 @@ fn main() -> Result<()> {
             // request waits beside the socket for it. One that refuses the
             // home does.
             let down = match call(&cli.socket, &req) {
-                Ok(Response::Error { message }) => bail!("{message}"),
+                Ok(Response::Error { message }) => return fail(exit::REFUSED, message),
                 Ok(Response::Unavailable { message }) => Some(message),
                 Ok(_) => None,
-                Err(e) => Some(format!("{e:#}")),
+                Err(f) => Some(format!("{:#}", f.error)),
             };
             if let Some(why) = down {
                 let later = match leave_pending(&cli.socket, me, req) {
@@ -283,7 +351,12 @@ fn main() -> Result<()> {
             let err = std::process::Command::new(&a.command[0])
                 .args(&a.command[1..])
                 .exec();
-            bail!("running {:?}: {err}", a.command[0])
+            let status = if err.kind() == std::io::ErrorKind::NotFound {
+                exit::NOT_FOUND
+            } else {
+                exit::CANNOT_RUN
+            };
+            fail(status, format!("running {:?}: {err}", a.command[0]))
         }
     }
 }

@@ -7,6 +7,45 @@ use serde::{Deserialize, Serialize};
 /// Where the scheduler listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/softpart/control.sock";
 
+/// `softpart`'s exit statuses, as its man page lists them. 126 and 127
+/// are `taskset`'s and `env`'s for a command that cannot run.
+pub mod exit {
+    /// Anything not below (an unreadable answer, a file that cannot be
+    /// written).
+    pub const FAILURE: u8 = 1;
+    /// Bad input: options, a CPU list (clap's own usage errors exit 2 too).
+    pub const USAGE: u8 = 2;
+    /// The scheduler refused the request: permission, CPUs it does not
+    /// have, a config file it would not reload.
+    pub const REFUSED: u8 = 3;
+    /// No scheduler answered: not running, or attaching again.
+    pub const DOWN: u8 = 4;
+    /// `softpart exec`: the command was found but cannot run.
+    pub const CANNOT_RUN: u8 = 126;
+    /// `softpart exec`: no such command.
+    pub const NOT_FOUND: u8 = 127;
+
+    /// Every status with what it means, for the man page.
+    pub const ALL: &[(u8, &str)] = &[
+        (0, "success"),
+        (FAILURE, "a failure not listed below"),
+        (USAGE, "bad input: an option, a CPU list, a pid"),
+        (
+            REFUSED,
+            "the scheduler refused the request (permission, CPUs it does not have, a config it would not reload)",
+        ),
+        (
+            DOWN,
+            "no scheduler answered on the control socket (not running, or attaching again)",
+        ),
+        (
+            CANNOT_RUN,
+            "exec: the command was found but could not be run",
+        ),
+        (NOT_FOUND, "exec: the command was not found"),
+    ];
+}
+
 /// What a home is given as; the scheduler turns it into CPUs with its
 /// topology.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,12 +90,18 @@ pub enum Request {
     Stat,
     /// Report every home in effect.
     List,
+    /// Read the config file again and apply it whole, or refuse it whole
+    /// (the answer says which, and why): `systemctl reload`'s verdict.
+    Reload,
 }
 
 impl Request {
     /// Whether it may change a home (and so what a restart gives back).
     pub fn changes_homes(&self) -> bool {
-        matches!(self, Request::Prefer { .. } | Request::Clear { .. })
+        matches!(
+            self,
+            Request::Prefer { .. } | Request::Clear { .. } | Request::Reload
+        )
     }
 }
 

@@ -38,25 +38,47 @@ fn cli_shows_cgroup_home(r: &Results) -> Result<String> {
 }
 
 fn cli_rejects_bad_input(r: &Results) -> Result<String> {
+    use softpart_core::control::exit;
+    // (command, what its message must name, the exit status it must give)
     let cases = [
-        ("softpart prefer --pid 999999", "999999"),
-        ("softpart prefer --pid 1 --cpus 0-99", "8-99"),
-        ("softpart prefer --pid 1 --cpus 3-1", "3-1"),
-        ("softpart prefer --pid 1 --node 7", "node 7"),
-        ("softpart prefer --cgroup /no/such/group", "/no/such/group"),
-        ("softpart prefer --pid 1,999999", "999999"),
-        ("softpart prefer --pid 1 --cpus 0,,2", "0,,2"),
+        ("softpart prefer --pid 999999", "999999", exit::REFUSED),
+        ("softpart prefer --pid 1 --cpus 0-99", "8-99", exit::REFUSED),
+        ("softpart prefer --pid 1 --cpus 3-1", "3-1", exit::USAGE),
+        ("softpart prefer --pid 1 --node 7", "node 7", exit::REFUSED),
+        (
+            "softpart prefer --cgroup /no/such/group",
+            "/no/such/group",
+            exit::REFUSED,
+        ),
+        ("softpart prefer --pid 1,999999", "999999", exit::REFUSED),
+        ("softpart prefer --pid 1 --cpus 0,,2", "0,,2", exit::USAGE),
+        (
+            "softpart exec --cpus 6-7 -- /no/such/command",
+            "/no/such/command",
+            exit::NOT_FOUND,
+        ),
+        (
+            "softpart exec --cpus 6-7 -- /proc/version",
+            "/proc/version",
+            exit::CANNOT_RUN,
+        ),
+        (
+            "SOFTPART_SOCKET=/tmp/nobody.sock softpart list",
+            "/tmp/nobody.sock",
+            exit::DOWN,
+        ),
     ];
-    for (cmd, named) in cases {
+    for (cmd, named, status) in cases {
         let (_, code, out) = probe(r, cmd)?;
         // The probes that go on to `show` report the exit status in text.
-        let failed = if out.contains("exit ") {
-            !out.contains("exit 0")
-        } else {
-            *code != 0
+        let got = match out.lines().find_map(|l| l.strip_prefix("exit ")) {
+            Some(n) => n.trim().parse::<i32>().unwrap_or(-1),
+            None => *code,
         };
-        if !failed || !out.contains(named) {
-            bail!("{cmd}: exit {code}, output does not name {named:?}: {out}");
+        if got != i32::from(status) || !out.contains(named) {
+            bail!(
+                "{cmd}: exit {got} (want {status}), or the output does not name {named:?}: {out}"
+            );
         }
         // Nothing applied: pid 1 kept no home.
         if out.contains("pid 1 (") && !out.contains("preferred: -") {
@@ -64,7 +86,7 @@ fn cli_rejects_bad_input(r: &Results) -> Result<String> {
         }
     }
     Ok(format!(
-        "{} bad inputs rejected, each naming the value",
+        "{} bad inputs rejected, each naming the value, with its documented exit status",
         cases.len()
     ))
 }
@@ -152,13 +174,14 @@ fn operator_mistakes_refused(r: &Results) -> Result<String> {
         sp,
         "timeout 20 scx_softpart --config /etc/softpart-bad.toml",
     )?;
-    if !out.contains("exit 1") || !out.contains("[[home]] #2") || !out.contains("8-99") {
-        bail!("a bad config was not refused naming the entry and value: {out}");
+    // 78 (EX_CONFIG): the status the unit does not restart on.
+    if !out.contains("exit 78") || !out.contains("[[home]] #2") || !out.contains("8-99") {
+        bail!("a bad config was not refused with exit 78 naming the entry and value: {out}");
     }
     if !out.lines().any(|l| l.trim() == "enabled") {
         bail!("the running scheduler was disturbed by a rejected start: {out}");
     }
-    Ok("second instance refused (the first keeps its socket); bad config refused naming [[home]] #2 and CPUs 8-99".into())
+    Ok("second instance refused (the first keeps its socket); bad config refused (exit 78) naming [[home]] #2 and CPUs 8-99".into())
 }
 
 fn stats_report(r: &Results) -> Result<String> {

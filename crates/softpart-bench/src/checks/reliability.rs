@@ -456,7 +456,8 @@ fn permissions_follow_setaffinity(r: &Results) -> Result<String> {
     if c != 0 || !out.contains("preferred: 2-3") {
         bail!("alice could not home her own task: exit {c}: {out}");
     }
-    let refused = |out: &str| out.contains("exit 1") && out.to_lowercase().contains("permi");
+    // softpart's status for a request the scheduler refused.
+    let refused = |out: &str| out.contains("exit 3") && out.to_lowercase().contains("permi");
     let (_, out) = p(
         "R=$(head -1 /sys/fs/cgroup/bench/rootwork/cgroup.procs); su -s /bin/sh alice -c \"softpart prefer --pid $R --cpus 2-3\"",
     )?;
