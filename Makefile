@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: setup build demo test lint unit guest-test experiments compare soak vcpu-wake upstream-baseline host-build install
+.PHONY: setup build demo test lint unit guest-test experiments compare soak vcpu-wake upstream-baseline host-build install uninstall
 
 # Installing on a host (no QEMU, no guest kernel: only the BPF toolchain):
 #   make host-build && sudo make install [PREFIX=/usr/local] [DESTDIR=...]
@@ -12,8 +12,13 @@ PREFIX ?= /usr/local
 SBINDIR := $(PREFIX)/sbin
 BINDIR := $(PREFIX)/bin
 # /usr/local/lib/systemd/system and /usr/lib/systemd/system are both on
-# systemd's unit path.
+# systemd's unit path; .../lib/tmpfiles.d both on systemd-tmpfiles'.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+MANDIR := $(PREFIX)/share/man
+DOCDIR := $(PREFIX)/share/doc/softpart
+BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 
 setup:
 	bash scripts/setup.sh
@@ -22,25 +27,44 @@ setup:
 # them needs, nothing else.
 host-build:
 	bash scripts/setup.sh --host
-	$(ENV) cargo build --release --locked -p scx_softpart -p softpart-cli
+	$(ENV) cargo build --release --locked -p scx_softpart -p softpart-cli -p softpart-observer
 
-# The binaries, their man pages, the systemd unit, the example config (also as
+# The binaries (softpart-observe too: it measures the default scheduler
+# before a switch), their man pages and shell completions, the systemd
+# unit and its tmpfiles.d entry, the example config (also as
 # /etc/softpart/softpart.toml unless one is there). Run `make host-build`
 # (or `make build`) first, as yourself; install as root.
 install:
-	@test -x target/release/scx_softpart -a -x target/release/softpart -a -x target/release/softpart-mangen || \
+	@test -x target/release/scx_softpart -a -x target/release/softpart -a -x target/release/softpart-mangen \
+	  -a -x target/release/softpart-observe || \
 	  { echo "install: no binaries in target/release: run make host-build first" >&2; exit 1; }
 	install -D -m 755 target/release/scx_softpart $(DESTDIR)$(SBINDIR)/scx_softpart
 	install -D -m 755 target/release/softpart $(DESTDIR)$(BINDIR)/softpart
-	target/release/softpart-mangen $(DESTDIR)$(PREFIX)/share/man
+	install -D -m 755 target/release/softpart-observe $(DESTDIR)$(BINDIR)/softpart-observe
+	target/release/softpart-mangen $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -d $(DESTDIR)$(UNITDIR)
-	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@DOCDIR@|$(PREFIX)/share/doc/softpart|g' \
+	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
 	  packaging/softpart.service.in > $(DESTDIR)$(UNITDIR)/softpart.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/softpart.service
-	install -D -m 644 packaging/softpart.toml $(DESTDIR)$(PREFIX)/share/doc/softpart/softpart.toml.example
-	install -D -m 644 docs/config.md $(DESTDIR)$(PREFIX)/share/doc/softpart/config.md
+	install -D -m 644 packaging/softpart.tmpfiles $(DESTDIR)$(TMPFILESDIR)/softpart.conf
+	install -D -m 644 packaging/softpart.toml $(DESTDIR)$(DOCDIR)/softpart.toml.example
+	install -D -m 644 docs/config.md $(DESTDIR)$(DOCDIR)/config.md
 	test -e $(DESTDIR)/etc/softpart/softpart.toml || \
 	  install -D -m 644 packaging/softpart.toml $(DESTDIR)/etc/softpart/softpart.toml
+	@# On a live system (no DESTDIR) make the runtime directory now, as boot would.
+	if [ -z "$(DESTDIR)" ] && command -v systemd-tmpfiles >/dev/null; then \
+	  systemd-tmpfiles --create $(TMPFILESDIR)/softpart.conf; fi
+
+# What `make install` put in place, but /etc/softpart/softpart.toml (your
+# config) and /run/softpart (the homes of running tasks, gone at reboot).
+# Stop the service first: `systemctl disable --now softpart`.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/scx_softpart $(DESTDIR)$(BINDIR)/softpart $(DESTDIR)$(BINDIR)/softpart-observe
+	rm -f $(DESTDIR)$(UNITDIR)/softpart.service $(DESTDIR)$(TMPFILESDIR)/softpart.conf
+	rm -f $(DESTDIR)$(MANDIR)/man8/scx_softpart.8 $(DESTDIR)$(MANDIR)/man1/softpart*.1 $(DESTDIR)$(MANDIR)/man5/softpart.toml.5
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/softpart $(DESTDIR)$(ZSHCOMPDIR)/_softpart
+	rm -rf $(DESTDIR)$(DOCDIR)
+	if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null; then systemctl daemon-reload; fi
 
 build: setup
 	$(ENV) cargo build --release --workspace --locked

@@ -10,8 +10,8 @@ export PATH=/usr/local/sbin:/usr/local/bin:$PATH
 
 PG_UNIT=postgresql@17-main.service
 PG_CG=/system.slice/system-postgresql.slice/$PG_UNIT
-METRICS=http://127.0.0.1:9187/metrics
-CHECKS=18
+METRICS=http://127.0.0.1:17321/metrics
+CHECKS=25
 echo "1..$CHECKS"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -46,8 +46,21 @@ share() { awk -v a="${1:-x}" -v b="${2:-x}" 'BEGIN { if (a ~ /^[0-9.e+-]+$/ && b
 
 wait_for 1800 systemctl is-active -q "$PG_UNIT"
 check "PostgreSQL's cluster unit $PG_UNIT is active" systemctl is-active -q "$PG_UNIT"
-check "make install put the man pages in place" \
-  test -s /usr/local/share/man/man8/scx_softpart.8 -a -s /usr/local/share/man/man1/softpart.1
+check "make install put the man pages and completions in place" \
+  test -s /usr/local/share/man/man8/scx_softpart.8 -a -s /usr/local/share/man/man1/softpart.1 \
+    -a -s /usr/local/share/man/man1/softpart-prefer.1 -a -s /usr/local/share/man/man5/softpart.toml.5 \
+    -a -s /usr/local/share/bash-completion/completions/softpart -a -s /usr/local/share/zsh/site-functions/_softpart
+
+# softpart exec before softpart has ever run (as a unit ordered before it
+# would): the boot made /run/softpart/pending (tmpfiles.d), so the request
+# waits there and the home applies when the service first starts.
+ls -ld /run/softpart/pending | show
+softpart exec --node 1 -- sleep infinity > /tmp/early.out 2>&1 &
+early=$!
+sleep 1
+show /tmp/early.out
+check "softpart exec before the first start left its home to apply later" \
+  bash -c "kill -0 $early && grep -q 'the home applies when it starts' /tmp/early.out"
 
 # 0. The baseline, in this boot: the default scheduler, no homes.
 sudo -u postgres createdb bench && sudo -u postgres pgbench -q -i -s 1 bench > /tmp/pgbench-init.out 2>&1
@@ -69,6 +82,17 @@ check "softpart.service is active and sched_ext is $(sched_state)" \
   bash -c 'systemctl is-active -q softpart && grep -qx enabled /sys/kernel/sched_ext/state'
 check "softpart list shows PostgreSQL's unit homed on node 0 (CPUs 0-1) by the config rule" \
   grep -Eq "^cgroup +$PG_CG +CPUs 0-1 +\(config rule " /tmp/quickstart.out
+softpart list > /tmp/list 2>&1
+check "the thread softpart exec started before the first start is homed on node 1 (CPUs 2-3)" \
+  grep -Eq "^threads .*[ ,]$early[ ,].*CPUs 2-3 " /tmp/list
+kill "$early"
+systemctl status softpart --no-pager 2>&1 | sed -n 's/^ *Status: //p' | show
+check "systemctl status says how many homes are in effect" \
+  bash -c 'systemctl show -P StatusText softpart | grep -Eq "attached; [0-9]+ home\(s\) in effect"'
+systemd-analyze security softpart --no-pager 2>&1 | tail -1 | show
+exposure=$(systemd-analyze security softpart --no-pager 2>/dev/null | sed -n 's/.*exposure level for softpart.service: \([0-9.]*\).*/\1/p')
+check "systemd-analyze security rates the hardened unit below 5.0 (${exposure:-?})" \
+  awk -v e="${exposure:-x}" 'BEGIN { exit !(e ~ /^[0-9.]+$/ && e < 5.0) }'
 
 # 2. A reload: a new rule applies; a broken file is refused, the running
 # config stays.
@@ -80,15 +104,30 @@ show /tmp/list
 check "after an edit and systemctl reload, PostgreSQL's home is node 1 (CPUs 2-3)" \
   grep -Eq "^cgroup +$PG_CG +CPUs 2-3 " /tmp/list
 sed -i 's/^node = 1$/node = 7/' /etc/softpart/softpart.toml
-systemctl reload softpart
-wait_for 100 bash -c 'journalctl -u softpart --no-pager | grep -q "reload refused"'
-journalctl -u softpart --no-pager | grep "reload refused" | show
+systemctl reload softpart > /tmp/reload.out 2>&1
+reload_rc=$?
+show /tmp/reload.out
+check "systemctl reload of a broken file fails (exit $reload_rc)" [ "$reload_rc" != 0 ]
+journalctl -u softpart -p warning --no-pager | grep "reload refused" | show
 softpart list > /tmp/list 2>&1
-check "a broken file is refused with the reason in the journal, the running home stays" \
-  bash -c "journalctl -u softpart --no-pager | grep -q 'reload refused.*node' && grep -Eq '^cgroup +$PG_CG +CPUs 2-3 ' /tmp/list && systemctl is-active -q softpart"
+check "the refusal is a warning in the journal naming the field, and the running home stays" \
+  bash -c "journalctl -u softpart -p warning --no-pager | grep -q 'reload refused.*node' && grep -Eq '^cgroup +$PG_CG +CPUs 2-3 ' /tmp/list && systemctl is-active -q softpart"
 cp /tmp/quickstart.toml /etc/softpart/softpart.toml
 systemctl reload softpart
 wait_for 100 listed "^cgroup +$PG_CG +CPUs 0-1 "
+
+# A config error at start: exit 78, which the unit does not restart on.
+echo 'node = ' > /etc/softpart/softpart.toml
+systemctl restart softpart > /dev/null 2>&1
+sleep 5
+result=$(systemctl show -P Result softpart); status=$(systemctl show -P ExecMainStatus softpart)
+restarts=$(systemctl show -P NRestarts softpart)
+echo "# with a broken file at start: result $result, exit status $status, restarts $restarts"
+check "a broken file at start exits 78 and is not restarted in a loop" \
+  bash -c "[ '$status' = 78 ] && [ '$restarts' = 0 ] && ! systemctl is-active -q softpart"
+cp /tmp/quickstart.toml /etc/softpart/softpart.toml
+systemctl reset-failed softpart
+systemctl start softpart
 
 # 3. A home given at run time outlives a restart; metrics on for what
 # follows.
@@ -96,7 +135,7 @@ systemd-run --quiet --unit=napper sleep infinity
 wait_for 100 bash -c '[ "$(systemctl show -P MainPID napper)" != 0 ]'
 napper=$(systemctl show -P MainPID napper)
 softpart prefer --pid "$napper" --cpus 1 | show
-echo 'SOFTPART_ARGS="--metrics 127.0.0.1:9187"' > /etc/default/softpart
+echo 'SOFTPART_ARGS="--metrics 127.0.0.1:17321"' > /etc/default/softpart
 systemctl restart softpart
 softpart list > /tmp/list 2>&1
 show /tmp/list
@@ -124,6 +163,15 @@ check "PostgreSQL's CPU time at home rose between the scrapes ($h1 s, then $h2 s
   awk -v a="${h1:-x}" -v b="${h2:-x}" 'BEGIN { exit !(a ~ /^[0-9.e+-]+$/ && b ~ /^[0-9.e+-]+$/ && b > a) }'
 check "PostgreSQL's locality in the metrics is at least 90% ($loc)" \
   awk -v l="${loc:-x}" 'BEGIN { exit !(l ~ /^[0-9.e+-]+$/ && l >= 0.9) }'
+sed -i 's/^node = 0$/node = 7/' /etc/softpart/softpart.toml
+systemctl reload softpart > /dev/null 2>&1
+curl -sf "$METRICS" > /tmp/m3
+cp /tmp/quickstart.toml /etc/softpart/softpart.toml
+systemctl reload softpart
+curl -sf "$METRICS" > /tmp/m4
+grep -h "^softpart_config_\|^softpart_attached\|^softpart_build_info" /tmp/m3 /tmp/m4 | show
+check "the metrics say the broken reload failed and the next one succeeded" \
+  bash -c 'grep -qx "softpart_config_last_reload_successful 0" /tmp/m3 && grep -qx "softpart_config_last_reload_successful 1" /tmp/m4 && grep -q "^softpart_config_reloads_total{result=\"refused\"} [1-9]" /tmp/m4 && grep -qx "softpart_attached 1" /tmp/m4'
 scx_softpart --help-stats | sed -n 's/^  \(softpart_[a-z_]*\) .*/\1/p' | sed 's/_total$//' | sort > /tmp/described
 sed -n 's/^# HELP \(softpart_[a-z_]*\) .*/\1/p' /tmp/m2 | sort > /tmp/served
 echo "# metric families served: $(wc -l < /tmp/served), described by --help-stats: $(wc -l < /tmp/described)"
