@@ -5,6 +5,14 @@ use clap::Parser;
 use softpart_core::softness::Softness;
 use std::path::PathBuf;
 
+/// `--metrics-cgroups`: which cgroups get series of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CgroupSeries {
+    Contract,
+    All,
+    None,
+}
+
 /// scx_softpart: soft CPU partitions for hosts that run several workloads
 /// side by side.
 ///
@@ -98,6 +106,14 @@ pub(crate) struct Opts {
     /// `--help-stats` lists them.
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<String>,
+
+    /// Which cgroups of the cpu controller get their own series in
+    /// --metrics (softpart_cgroup_*, six each): "contract", those with a
+    /// weight other than 100 or a cap; "all", also every other cgroup that
+    /// ran (thousands on a container host); "none". Groups with a home or
+    /// balanced are served whatever this says.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = CgroupSeries::Contract)]
+    pub(crate) metrics_cgroups: CgroupSeries,
 
     /// Print what --stats, --monitor and --metrics report, and exit.
     #[arg(long)]

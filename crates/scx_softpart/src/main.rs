@@ -207,7 +207,7 @@ impl Session {
         let metrics = opts
             .metrics
             .as_deref()
-            .map(|addr| metrics::serve(addr, attached.clone()))
+            .map(|addr| metrics::serve(addr, attached.clone(), opts.metrics_cgroups))
             .transpose()?;
         let calls = control::serve(&opts.control_socket, attached.clone())?;
         let stats_server = StatsServer::new(stats::server_data())

@@ -5,6 +5,7 @@
 //! and encodes it with prometheus-client. The families are listed once,
 //! in FAMILIES, which `--help-stats` prints too.
 
+use crate::cli::CgroupSeries;
 use crate::stats::{RawCounters, Snapshot};
 use anyhow::{Context, Result};
 use log::{info, warn};
@@ -19,26 +20,44 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
 use std::time::Duration;
 
 /// One metric family: name (without the `_total` a counter gets), help,
-/// type.
+/// type, and the labels its series carry.
 pub struct Family {
     pub name: &'static str,
     pub help: &'static str,
     pub kind: MetricType,
+    pub labels: &'static [&'static str],
 }
 
 const fn fam(name: &'static str, help: &'static str, kind: MetricType) -> Family {
-    Family { name, help, kind }
+    Family {
+        name,
+        help,
+        kind,
+        labels: &[],
+    }
 }
+
+const fn with(family: Family, labels: &'static [&'static str]) -> Family {
+    Family { labels, ..family }
+}
+
+/// The label naming a group, in every family about one: a cgroup's path
+/// from the cgroup2 root, `pid N,...` for threads given a home together,
+/// `-` for the tasks without a home.
+const GROUP: &[&str] = &["group"];
 
 use MetricType::{Counter, Gauge, Histogram};
 
 /// Every family served, in the order served. The first two are served
 /// even while the scheduler attaches again (the rest wait for it).
 pub const FAMILIES: &[Family] = &[
-    fam(
-        "softpart_build_info",
-        "the running build: version and git commit, value 1",
-        Gauge,
+    with(
+        fam(
+            "softpart_build_info",
+            "the running build: version and git commit, value 1",
+            Gauge,
+        ),
+        &["version", "git"],
     ),
     fam(
         "softpart_attached",
@@ -50,10 +69,13 @@ pub const FAMILIES: &[Family] = &[
         "attachments after the first (the kernel detaches the scheduler at a CPU hotplug)",
         Counter,
     ),
-    fam(
-        "softpart_config_reloads",
-        "config reloads by result (applied, refused)",
-        Counter,
+    with(
+        fam(
+            "softpart_config_reloads",
+            "config reloads by result (applied, refused)",
+            Counter,
+        ),
+        &["result"],
     ),
     fam(
         "softpart_config_last_reload_successful",
@@ -65,106 +87,169 @@ pub const FAMILIES: &[Family] = &[
         "when a config was last applied, at start or by a reload (seconds since the epoch)",
         Gauge,
     ),
-    fam(
-        "softpart_group_info",
-        "a group (a cgroup or process set with a home): its home CPUs and softness, value 1",
-        Gauge,
+    with(
+        fam(
+            "softpart_group_info",
+            "a group (a cgroup or process set with a home): its home CPUs and softness, value 1",
+            Gauge,
+        ),
+        &["group", "home", "softness"],
     ),
-    fam(
-        "softpart_group_run_seconds",
-        "CPU time its tasks ran, at home or away from it (where)",
-        Counter,
+    with(
+        fam(
+            "softpart_group_run_seconds",
+            "CPU time its tasks ran, at home or away from it (where)",
+            Counter,
+        ),
+        &["group", "where"],
     ),
-    fam(
-        "softpart_group_locality_ratio",
-        "share of its CPU time at home since the group began (groups with a home)",
-        Gauge,
+    with(
+        fam(
+            "softpart_group_locality_ratio",
+            "share of its CPU time at home since the group began (groups with a home)",
+            Gauge,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_group_spills",
-        "tasks that began running away after running at home",
-        Counter,
+    with(
+        fam(
+            "softpart_group_spills",
+            "tasks that began running away after running at home",
+            Counter,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_group_returns",
-        "tasks that began running at home after running away",
-        Counter,
+    with(
+        fam(
+            "softpart_group_returns",
+            "tasks that began running at home after running away",
+            Counter,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_group_run_delay_seconds",
-        "run delay (runnable to running) of its tasks",
-        Histogram,
+    with(
+        fam(
+            "softpart_group_run_delay_seconds",
+            "run delay (runnable to running) of its tasks",
+            Histogram,
+        ),
+        &["group", "le"],
     ),
-    fam(
-        "softpart_group_migrations",
-        "task migrations by distance (smt, llc, node, xnode)",
-        Counter,
+    with(
+        fam(
+            "softpart_group_migrations",
+            "task migrations by distance (smt, llc, node, xnode)",
+            Counter,
+        ),
+        &["group", "distance"],
     ),
-    fam(
-        "softpart_group_xnode_moves",
-        "homed tasks' cross-node moves by cause (spill_wakeup, return_wakeup, return_slice_end, return_queued, steal, evict, balancer, other)",
-        Counter,
+    with(
+        fam(
+            "softpart_group_xnode_moves",
+            "homed tasks' cross-node moves by cause (spill_wakeup, return_wakeup, return_slice_end, return_queued, steal, evict, balancer, other)",
+            Counter,
+        ),
+        &["group", "cause"],
     ),
-    fam(
-        "softpart_group_balancer_moves",
-        "balanced groups: moves by the group balancer",
-        Counter,
+    with(
+        fam(
+            "softpart_group_balancer_moves",
+            "balanced groups: moves by the group balancer",
+            Counter,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_partition_busy_seconds",
-        "busy time of the partition's CPUs",
-        Counter,
+    with(
+        fam(
+            "softpart_partition_busy_seconds",
+            "busy time of the partition's CPUs",
+            Counter,
+        ),
+        &["partition"],
     ),
-    fam(
-        "softpart_partition_foreign_seconds",
-        "time its CPUs gave to tasks homed elsewhere",
-        Counter,
+    with(
+        fam(
+            "softpart_partition_foreign_seconds",
+            "time its CPUs gave to tasks homed elsewhere",
+            Counter,
+        ),
+        &["partition"],
     ),
-    fam(
-        "softpart_partition_steals",
-        "tasks its idle CPUs took from other partitions",
-        Counter,
+    with(
+        fam(
+            "softpart_partition_steals",
+            "tasks its idle CPUs took from other partitions",
+            Counter,
+        ),
+        &["partition"],
     ),
-    fam("softpart_partition_cpus", "CPUs in the partition", Gauge),
-    fam(
-        "softpart_partition_run_delay_seconds",
-        "run delay of the waits that ended on its CPUs",
-        Histogram,
+    with(
+        fam("softpart_partition_cpus", "CPUs in the partition", Gauge),
+        &["partition", "cpus"],
     ),
-    fam(
-        "softpart_cgroup_weight",
-        "cpu.weight of a cgroup of the cpu controller",
-        Gauge,
+    with(
+        fam(
+            "softpart_partition_run_delay_seconds",
+            "run delay of the waits that ended on its CPUs",
+            Histogram,
+        ),
+        &["partition", "le"],
     ),
-    fam(
-        "softpart_cgroup_cap_cpus",
-        "cpu.max in CPUs (0: no cap)",
-        Gauge,
+    with(
+        fam(
+            "softpart_cgroup_weight",
+            "cpu.weight of a cgroup of the cpu controller",
+            Gauge,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_cgroup_entitled_cpus",
-        "CPUs its contract entitles it to against everyone's load now",
-        Gauge,
+    with(
+        fam(
+            "softpart_cgroup_cap_cpus",
+            "cpu.max in CPUs; no series for a cgroup without a cap",
+            Gauge,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_cgroup_run_seconds",
-        "CPU time its own tasks ran",
-        Counter,
+    with(
+        fam(
+            "softpart_cgroup_entitled_cpus",
+            "CPUs its contract entitles it to against everyone's load now",
+            Gauge,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_cgroup_throttled_seconds",
-        "time it spent out of cpu.max budget",
-        Counter,
+    with(
+        fam(
+            "softpart_cgroup_run_seconds",
+            "CPU time its own tasks ran",
+            Counter,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_cgroup_throttles",
-        "times it ran out of cpu.max budget",
-        Counter,
+    with(
+        fam(
+            "softpart_cgroup_throttled_seconds",
+            "time it spent out of cpu.max budget",
+            Counter,
+        ),
+        GROUP,
     ),
-    fam(
-        "softpart_events",
-        "fast-path events (wakeup picks, queueing, steals, ...) by name",
-        Counter,
+    with(
+        fam(
+            "softpart_cgroup_throttles",
+            "times it ran out of cpu.max budget",
+            Counter,
+        ),
+        GROUP,
+    ),
+    with(
+        fam(
+            "softpart_events",
+            "fast-path events (wakeup picks, queueing, steals, ...) by name",
+            Counter,
+        ),
+        &["event"],
     ),
 ];
 
@@ -205,14 +290,29 @@ pub fn describe(w: &mut impl std::io::Write) -> std::io::Result<()> {
             Gauge => "gauge",
             _ => "histogram",
         };
-        writeln!(w, "  {}{suffix} ({kind}): {}", f.name, f.help)?;
+        let labels = if f.labels.is_empty() {
+            String::new()
+        } else {
+            format!("; labels {}", f.labels.join(", "))
+        };
+        writeln!(w, "  {}{suffix} ({kind}{labels}): {}", f.name, f.help)?;
     }
     Ok(())
 }
 
-/// A scrape's snapshot, encoded family by family.
+/// A scrape's snapshot, encoded family by family, with the cgroups that
+/// get series of their own.
 #[derive(Debug)]
-struct Scrape(Snapshot);
+struct Scrape(Snapshot, CgroupSeries);
+
+/// Whether a cgroup gets the softpart_cgroup_* series.
+fn served(which: CgroupSeries, t: &crate::stats::RawTenant) -> bool {
+    match which {
+        CgroupSeries::All => true,
+        CgroupSeries::Contract => t.weight != 100 || t.cap.is_some(),
+        CgroupSeries::None => false,
+    }
+}
 
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
@@ -232,6 +332,11 @@ fn delay_buckets(c: &RawCounters) -> (f64, u64, Vec<(f64, u64)>) {
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::result::Result<(), std::fmt::Error> {
         let s = &self.0;
+        let tenants: Vec<_> = s
+            .tenants
+            .iter()
+            .filter(|(_, t)| served(self.1, t))
+            .collect();
         let service = &s.service;
         for f in FAMILIES {
             if !service.attached && !matches!(f.name, "softpart_build_info" | "softpart_attached") {
@@ -381,33 +486,35 @@ impl Collector for Scrape {
                     }
                 }
                 "softpart_cgroup_weight" => {
-                    for (cg, t) in &s.tenants {
-                        gauge!([("cgroup", cg.as_str())], t.weight as i64);
+                    for (cg, t) in &tenants {
+                        gauge!([("group", cg.as_str())], t.weight as i64);
                     }
                 }
                 "softpart_cgroup_cap_cpus" => {
-                    for (cg, t) in &s.tenants {
-                        gauge!([("cgroup", cg.as_str())], t.cap.unwrap_or(0.0));
+                    for (cg, t) in &tenants {
+                        if let Some(cap) = t.cap {
+                            gauge!([("group", cg.as_str())], cap);
+                        }
                     }
                 }
                 "softpart_cgroup_entitled_cpus" => {
-                    for (cg, t) in &s.tenants {
-                        gauge!([("cgroup", cg.as_str())], t.entitled);
+                    for (cg, t) in &tenants {
+                        gauge!([("group", cg.as_str())], t.entitled);
                     }
                 }
                 "softpart_cgroup_run_seconds" => {
-                    for (cg, t) in &s.tenants {
-                        counter!([("cgroup", cg.as_str())], secs(t.run_ns));
+                    for (cg, t) in &tenants {
+                        counter!([("group", cg.as_str())], secs(t.run_ns));
                     }
                 }
                 "softpart_cgroup_throttled_seconds" => {
-                    for (cg, t) in &s.tenants {
-                        counter!([("cgroup", cg.as_str())], secs(t.throttled_ns));
+                    for (cg, t) in &tenants {
+                        counter!([("group", cg.as_str())], secs(t.throttled_ns));
                     }
                 }
                 "softpart_cgroup_throttles" => {
-                    for (cg, t) in &s.tenants {
-                        counter!([("cgroup", cg.as_str())], t.throttles);
+                    for (cg, t) in &tenants {
+                        counter!([("group", cg.as_str())], t.throttles);
                     }
                 }
                 "softpart_events" => {
@@ -423,9 +530,9 @@ impl Collector for Scrape {
 }
 
 /// The OpenMetrics text of one snapshot.
-pub fn encode(snapshot: Snapshot) -> Result<String> {
+pub fn encode(snapshot: Snapshot, cgroups: CgroupSeries) -> Result<String> {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Scrape(snapshot)));
+    registry.register_collector(Box::new(Scrape(snapshot, cgroups)));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &registry)
         .context("encoding the metrics")?;
@@ -440,7 +547,11 @@ pub type SnapshotRequest = SyncSender<Snapshot>;
 /// While no scheduler is `attached` (the control plane attaches again
 /// after a hotplug, for seconds), a scrape gets the build and
 /// `softpart_attached 0` rather than an error.
-pub fn serve(addr: &str, attached: Arc<AtomicBool>) -> Result<Receiver<SnapshotRequest>> {
+pub fn serve(
+    addr: &str,
+    attached: Arc<AtomicBool>,
+    cgroups: CgroupSeries,
+) -> Result<Receiver<SnapshotRequest>> {
     let server =
         tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
     let (tx, rx): (Sender<SnapshotRequest>, _) = std::sync::mpsc::channel();
@@ -459,7 +570,7 @@ pub fn serve(addr: &str, attached: Arc<AtomicBool>) -> Result<Receiver<SnapshotR
                         .ok()
                         .and_then(|()| answer.recv_timeout(Duration::from_secs(5)).ok())
                         .or_else(|| (!attached.load(Ordering::Relaxed)).then(Snapshot::default))
-                        .map(encode);
+                        .map(|snap| encode(snap, cgroups));
                     match text {
                         Some(Ok(t)) => tiny_http::Response::from_string(t).with_header(
                             "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -525,7 +636,7 @@ mod tests {
 
     #[test]
     fn every_family_is_served_and_described() {
-        let text = encode(snapshot()).unwrap();
+        let text = encode(snapshot(), CgroupSeries::Contract).unwrap();
         let mut help = Vec::new();
         describe(&mut help).unwrap();
         let help = String::from_utf8(help).unwrap();
@@ -542,7 +653,7 @@ mod tests {
 
     #[test]
     fn while_detached_only_the_build_and_the_attach_state_are_served() {
-        let text = encode(Snapshot::default()).unwrap();
+        let text = encode(Snapshot::default(), CgroupSeries::Contract).unwrap();
         assert!(text.contains("softpart_attached 0\n"), "{text}");
         assert!(text.contains("softpart_build_info{version="), "{text}");
         assert!(
@@ -558,7 +669,7 @@ mod tests {
         let mut r = crate::reload::Reloads::started(1_700_000_000.0);
         r.record(false, 1_700_000_100.0);
         s.service.reloads = Some(r);
-        let text = encode(s).unwrap();
+        let text = encode(s, CgroupSeries::Contract).unwrap();
         for line in [
             "softpart_attached 1\n",
             "softpart_config_last_reload_successful 0\n",
@@ -571,8 +682,61 @@ mod tests {
     }
 
     #[test]
+    fn every_series_carries_only_the_labels_its_family_lists() {
+        let text = encode(snapshot(), CgroupSeries::All).unwrap();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let f = FAMILIES
+                .iter()
+                .find(|f| {
+                    name.strip_prefix(f.name).is_some_and(|rest| {
+                        ["", "_total", "_bucket", "_sum", "_count"].contains(&rest)
+                    })
+                })
+                .unwrap_or_else(|| panic!("{name}: no family"));
+            if let Some(labels) = line
+                .split_once('{')
+                .map(|(_, l)| l.split('}').next().unwrap())
+            {
+                for pair in labels.split("\",").filter(|p| !p.is_empty()) {
+                    let label = pair.split('=').next().unwrap();
+                    assert!(
+                        f.labels.contains(&label),
+                        "{name}: label {label} not listed"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cgroups_without_a_contract_get_series_only_when_asked() {
+        let mut s = snapshot();
+        s.tenants.insert(
+            "/plain".into(),
+            RawTenant {
+                weight: 100,
+                run_ns: 1_000_000,
+                ..Default::default()
+            },
+        );
+        let contract = encode(s.clone(), CgroupSeries::Contract).unwrap();
+        let all = encode(s.clone(), CgroupSeries::All).unwrap();
+        let none = encode(s, CgroupSeries::None).unwrap();
+        assert!(contract.contains("softpart_cgroup_weight{group=\"/db\"} 300"));
+        assert!(!contract.contains("group=\"/plain\""), "{contract}");
+        assert!(all.contains("softpart_cgroup_weight{group=\"/plain\"} 100"));
+        // No cap: no cap series, not a 0.
+        assert!(
+            !all.contains("softpart_cgroup_cap_cpus{group=\"/plain\"}"),
+            "{all}"
+        );
+        assert!(!none.contains("softpart_cgroup_weight{"), "{none}");
+    }
+
+    #[test]
     fn values_read_as_the_counters_say() {
-        let text = encode(snapshot()).unwrap();
+        let text = encode(snapshot(), CgroupSeries::Contract).unwrap();
         for line in [
             "softpart_group_run_seconds_total{group=\"/db\",where=\"home\"} 3.0",
             "softpart_group_locality_ratio{group=\"/db\"} 0.75",
@@ -582,8 +746,9 @@ mod tests {
             "softpart_group_run_delay_seconds_bucket{le=\"0.00005\",group=\"/db\"} 1",
             "softpart_group_run_delay_seconds_bucket{le=\"0.0025\",group=\"/db\"} 2",
             "softpart_group_run_delay_seconds_bucket{le=\"+Inf\",group=\"/db\"} 2",
-            "softpart_cgroup_throttled_seconds_total{cgroup=\"/db\"} 0.5",
-            "softpart_cgroup_weight{cgroup=\"/db\"} 300",
+            "softpart_cgroup_throttled_seconds_total{group=\"/db\"} 0.5",
+            "softpart_cgroup_weight{group=\"/db\"} 300",
+            "softpart_cgroup_cap_cpus{group=\"/db\"} 1.5",
             "softpart_events_total{event=\"pick_prev\"} 7",
         ] {
             assert!(text.contains(line), "no {line:?} in\n{text}");
