@@ -11,7 +11,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:$PATH
 PG_UNIT=postgresql@17-main.service
 PG_CG=/system.slice/system-postgresql.slice/$PG_UNIT
 METRICS=http://127.0.0.1:17321/metrics
-CHECKS=25
+CHECKS=26
 echo "1..$CHECKS"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -82,6 +82,11 @@ check "softpart.service is active and sched_ext is $(sched_state)" \
   bash -c 'systemctl is-active -q softpart && grep -qx enabled /sys/kernel/sched_ext/state'
 check "softpart list shows PostgreSQL's unit homed on node 0 (CPUs 0-1) by the config rule" \
   grep -Eq "^cgroup +$PG_CG +CPUs 0-1 +\(config rule " /tmp/quickstart.out
+softpart check-config /etc/softpart/softpart.toml --live > /tmp/check.out 2>&1
+check_rc=$?
+show /tmp/check.out
+check "softpart check-config --live passes the quick start's file and lists PostgreSQL's unit under its rule (exit $check_rc)" \
+  bash -c "[ $check_rc = 0 ] && grep -Eq '^ +live: .*$PG_CG' /tmp/check.out"
 softpart list > /tmp/list 2>&1
 check "the thread softpart exec started before the first start is homed on node 1 (CPUs 2-3)" \
   grep -Eq "^threads .*[ ,]$early[ ,].*CPUs 2-3 " /tmp/list

@@ -4,9 +4,10 @@
 
 use crate::Scheduler;
 use crate::control::{self, Peer};
-use crate::{balancer, bpf_intf, config};
+use crate::{balancer, bpf_intf};
 use anyhow::bail;
 use log::{info, warn};
+use softpart_core::config;
 use softpart_core::cpulist;
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;

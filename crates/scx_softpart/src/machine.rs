@@ -3,9 +3,10 @@
 //! NUMA nodes with distances, LLCs. Homes given as a node or an LLC are
 //! resolved here.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
+use softpart_core::config::Cpus;
 use softpart_core::control::HomeSpec;
-use softpart_core::cpulist;
+use softpart_core::layout::Layout;
 use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -76,48 +77,18 @@ impl Machine {
         self.nodes.iter().position(|n| n.contains(&cpu))
     }
 
-    /// The CPUs a home names, checked against the machine.
-    pub fn resolve(&self, spec: &HomeSpec) -> Result<BTreeSet<usize>> {
-        let set = match spec {
-            HomeSpec::Cpus(list) => {
-                let set = cpulist::parse(list)?;
-                if set.is_empty() {
-                    bail!("CPU list {list:?} is empty");
-                }
-                let absent: BTreeSet<usize> = set.difference(&self.cpus).copied().collect();
-                if !absent.is_empty() {
-                    bail!(
-                        "CPUs {} in {list:?} are not on this machine (CPUs {})",
-                        cpulist::format(&absent),
-                        cpulist::format(&self.cpus)
-                    );
-                }
-                set
-            }
-            HomeSpec::Node(n) => match self.nodes.get(*n as usize) {
-                Some(s) if !s.is_empty() => s.clone(),
-                _ => bail!(
-                    "node {n} does not exist or has no CPUs (nodes with CPUs: {})",
-                    self.nodes_with_cpus()
-                ),
-            },
-            HomeSpec::Llc(n) => match self.llcs.get(*n as usize) {
-                Some(s) => s.clone(),
-                None => bail!(
-                    "LLC {n} does not exist (this machine has LLCs 0-{})",
-                    self.llcs.len().saturating_sub(1)
-                ),
-            },
-        };
-        Ok(set)
+    /// The CPUs, nodes and LLCs, as a config is checked against them.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            cpus: self.cpus.clone(),
+            nodes: self.nodes.clone(),
+            llcs: self.llcs.clone(),
+        }
     }
 
-    fn nodes_with_cpus(&self) -> String {
-        let ids: Vec<String> = (0..self.nodes.len())
-            .filter(|&i| !self.nodes[i].is_empty())
-            .map(|i| i.to_string())
-            .collect();
-        ids.join(",")
+    /// The CPUs a home names, checked against the machine.
+    pub fn resolve(&self, spec: &HomeSpec) -> Result<BTreeSet<usize>> {
+        self.layout().resolve(spec).map_err(anyhow::Error::msg)
     }
 
     /// The NUMA node(s) a home touches: where its tasks spill first.

@@ -10,7 +10,6 @@ mod bpf_intf;
 mod bpf_skel;
 mod cgroup_scan;
 mod cli;
-mod config;
 mod contract;
 mod control;
 mod counters;
@@ -42,6 +41,7 @@ use log::{info, warn};
 use machine::Machine;
 use scx_stats::prelude::StatsServer;
 use scx_utils::{Topology, UserExitInfo, scx_ops_attach, scx_ops_load, uei_exited, uei_report};
+use softpart_core::config;
 use softpart_core::cpulist;
 use softpart_core::home_contract::{HomeDemand, short_homes};
 use softpart_core::softness::{Softness, mean_util, smooth_util};
@@ -117,7 +117,13 @@ impl CheckedConfig {
     fn new(opts: &Opts, file: Option<&Path>, topo: &Topology) -> Result<CheckedConfig> {
         let machine = Machine::from_topology(topo);
         let cfg = match file {
-            Some(path) => config::load(path, |spec| machine.resolve(spec))?,
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading config file {}", path.display()))?;
+                config::parse(&text, &machine.layout()).map_err(|e| {
+                    anyhow::anyhow!("config file {}: {}", path.display(), e.replace('\n', "; "))
+                })?
+            }
             None => config::Config::default(),
         };
         let explicit_parts = match (&opts.partitions, &cfg.partitions) {
@@ -126,13 +132,16 @@ impl CheckedConfig {
                 partitions::from_topology(topo, Some(spec))
                     .with_context(|| format!("config file: field partitions = {spec:?}"))?,
             ),
-            (Some(spec), _) => Some(partitions::from_topology(topo, Some(spec))?),
+            (Some(spec), _) => Some(
+                partitions::from_topology(topo, Some(spec))
+                    .with_context(|| format!("--partitions {spec:?}"))?,
+            ),
         };
         let mut balance_rules = cfg.balance;
         for pattern in &opts.balance {
             balance_rules.push(
                 config::BalanceRule::new(pattern, None)
-                    .with_context(|| format!("--balance {pattern:?}"))?,
+                    .map_err(|e| anyhow::anyhow!("--balance {pattern:?}: {e}"))?,
             );
         }
         Ok(CheckedConfig {
@@ -143,30 +152,20 @@ impl CheckedConfig {
     }
 }
 
-/// --check-config: what the file gives on this machine, or why it would not
-/// start.
-fn check_config(opts: &Opts, path: &Path) -> Result<()> {
+/// --check-config: every error and warning in the file, checked against
+/// this machine, then what it gives (`softpart check-config` has more).
+fn check_config(path: &Path) -> Result<()> {
     let topo = read_topology()?;
-    let checked = CheckedConfig::new(opts, Some(path), &topo)?;
-    println!("{}: ok", path.display());
-    for r in &checked.homes {
-        let soft = r
-            .softness
-            .map(|s| format!(", softness {s}"))
-            .unwrap_or_default();
-        println!(
-            "  home     {}  CPUs {}{soft}",
-            r.cgroup,
-            cpulist::format(&r.cpus)
-        );
-    }
-    for b in &checked.balance_rules {
-        let period = b.period_ms.unwrap_or(opts.balance_period_ms);
-        println!("  balance  {}  every {period} ms", b.cgroup);
-    }
-    if let Some(parts) = &checked.explicit_parts {
-        let parts: Vec<_> = parts.iter().map(cpulist::format).collect();
-        println!("  partitions  {}", parts.join(" ; "));
+    let layout = Machine::from_topology(&topo).layout();
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading config file {}", path.display()))?;
+    let checked = config::check(&text, &layout);
+    print!(
+        "{}",
+        softpart_core::config_report::text(&path.display().to_string(), &checked, &[], None)
+    );
+    if checked.config.is_none() {
+        bail!("{}: the scheduler would not start with it", path.display());
     }
     Ok(())
 }
@@ -877,7 +876,7 @@ fn run() -> Result<()> {
         libbpf_rs::PrintLevel::Warn
     }));
     if let Some(path) = &opts.check_config {
-        return check_config(&opts, path);
+        return check_config(path);
     }
     if opts.help_stats {
         let mut out = std::io::stdout();

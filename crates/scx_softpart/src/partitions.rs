@@ -12,8 +12,7 @@ pub fn from_topology(topo: &Topology, spec: Option<&str>) -> Result<Vec<BTreeSet
     let present: BTreeSet<usize> = topo.all_cpus.keys().copied().collect();
     let max = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
     if let Some(spec) = spec {
-        return partition::parse(spec, &present, max)
-            .map_err(|e| anyhow::anyhow!("--partitions {spec:?}: {e}"));
+        return partition::parse(spec, &present, max).map_err(anyhow::Error::msg);
     }
     let mut parts = Vec::new();
     for node in topo.nodes.values() {

@@ -9,13 +9,13 @@
 //! leaves: homes set with `softpart prefer` or `exec`, which stand until
 //! cleared, and the partitions, which change only at a restart.
 
-use crate::config::{self, Match};
 use crate::control;
 use crate::homes::Home;
 use crate::notify;
 use crate::{CheckedConfig, Scheduler, read_topology};
 use anyhow::{Result, bail};
 use log::{info, warn};
+use softpart_core::config::{self, Match};
 use softpart_core::control::HomeView;
 use softpart_core::cpulist;
 use std::collections::BTreeMap;

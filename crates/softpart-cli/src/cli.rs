@@ -17,6 +17,8 @@ Examples:
   softpart list
   softpart prefer --pid 4242 --clear
   softpart stat
+  softpart check-config /etc/softpart/softpart.toml --live
+  softpart check-config vm-host.toml --topology 2n32c2t
   softpart reload";
 
 /// Give tasks and cgroups a soft home under scx_softpart.
@@ -77,10 +79,39 @@ pub(crate) enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Check a config file as the scheduler would, without a scheduler:
+    /// every error and warning with its line (FILE:LINE: ...), then what
+    /// each rule gives. Warnings: an empty file, a rule behind a wider one
+    /// that never applies, a name systemd cannot give a cgroup, a host
+    /// without cgroup v2, and with --live a rule that matches no cgroup now.
+    /// Exits 0 if the scheduler would start with the file, 1 if not (or,
+    /// with --strict, if there is a warning).
+    #[command(name = "check-config")]
+    CheckConfig(CheckArgs),
     /// Make the scheduler read its config file again and apply it whole,
     /// or refuse it whole and keep the running config: prints the verdict,
     /// exits 3 on a refusal (what `systemctl reload softpart` runs).
     Reload,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The config file (the service's: /etc/softpart/softpart.toml).
+    pub(crate) file: PathBuf,
+    /// List, per rule, the cgroups that exist now and that it takes (each
+    /// cgroup goes to the first rule it matches).
+    #[arg(long)]
+    pub(crate) live: bool,
+    /// Check for another machine: NODESnCOREScTHREADSt (e.g. 2n16c2t), or
+    /// a file saved from `lscpu -p` on it. Default: this machine.
+    #[arg(long, value_name = "SPEC|FILE")]
+    pub(crate) topology: Option<String>,
+    /// One JSON document instead of the text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Warnings fail the check too.
+    #[arg(long)]
+    pub(crate) strict: bool,
 }
 
 #[derive(Debug, Args)]

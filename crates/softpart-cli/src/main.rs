@@ -3,6 +3,7 @@
 //! permissions (as sched_setaffinity does) and validates the whole request
 //! before applying any of it.
 
+mod check;
 mod cli;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -318,6 +319,26 @@ fn run(cli: Cli) -> std::result::Result<(), Failure> {
             other => report(other),
         },
         Cmd::Reload => report(call(&cli.socket, &Request::Reload)?),
+        Cmd::CheckConfig(a) => {
+            let opts = check::Options {
+                file: &a.file,
+                topology: a.topology.as_deref(),
+                live: a.live,
+                json: a.json,
+                strict: a.strict,
+            };
+            match check::run(&opts, Path::new(softpart_core::config::CGROUP_ROOT)) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Failure {
+                    status: exit::FAILURE,
+                    error: anyhow!("{}: does not pass", a.file.display()),
+                }),
+                Err(e) => Err(Failure {
+                    status: exit::USAGE,
+                    error: e,
+                }),
+            }
+        }
         Cmd::Exec(a) => {
             let home = home_spec(a.home.cpus, a.home.node, a.home.llc)
                 .map_err(with_status(exit::USAGE))?;

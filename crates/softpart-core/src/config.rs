@@ -1,10 +1,10 @@
-//! The config file (`--config FILE`): cgroup paths or globs and the home
-//! each gets. Read and checked whole at start (a bad file stops the
-//! scheduler before it attaches, naming the entry, the field and the
-//! value); matched against every cgroup then and against cgroups created
-//! later, so that containers and service slices get their home as they
-//! appear. A rule is applied once per cgroup: a later `softpart prefer` on
-//! the same cgroup stands.
+//! The config file (`scx_softpart --config FILE`, softpart.toml(5)):
+//! cgroup paths or globs and the home each gets, the cgroups the group
+//! balancer places, and the partitions. Checked whole, against a machine's
+//! CPUs (`Cpus`): every error and warning found, each with its line, the
+//! entry, the field and the value; the scheduler starts (or reloads) only
+//! from a file with no error. A syntax error or an unknown field stops the
+//! reading where it is: it is the one error reported.
 //!
 //! ```toml
 //! partitions = "0-15;16-31"                 # optional; default: per node/LLC
@@ -19,17 +19,26 @@
 //! period_ms = 1000                          # optional; default: --balance-period-ms
 //! ```
 
-use anyhow::{Context, Result, bail};
-use serde::Deserialize;
-use softpart_core::control::HomeSpec;
-use softpart_core::softness::Softness;
+use crate::control::HomeSpec;
+use crate::softness::Softness;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::path::Path;
+use toml::Spanned;
+
+/// Where cgroup v2 is mounted; a rule may give its path from there.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// What a config is checked against: the CPUs a home names, and whether
+/// a `partitions` value fits the machine.
+pub trait Cpus {
+    fn resolve(&self, spec: &HomeSpec) -> Result<BTreeSet<usize>, String>;
+    fn check_partitions(&self, spec: &str) -> Result<(), String>;
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
-    partitions: Option<String>,
+    partitions: Option<Spanned<String>>,
     #[serde(default, rename = "home")]
     homes: Vec<Entry>,
     #[serde(default, rename = "balance")]
@@ -38,19 +47,100 @@ struct File {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct Entry {
+    cgroup: Spanned<String>,
+    cpus: Option<Spanned<String>>,
+    node: Option<Spanned<u32>>,
+    llc: Option<Spanned<u32>>,
+    softness: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct BalanceEntry {
-    cgroup: String,
-    period_ms: Option<u64>,
+    cgroup: Spanned<String>,
+    period_ms: Option<Spanned<u64>>,
 }
 
 /// A checked config file.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
-    /// In the `--partitions` syntax; checked against the machine by the
-    /// caller (which knows its CPUs).
+    /// In the `--partitions` syntax, checked against the machine.
     pub partitions: Option<String>,
     pub homes: Vec<Rule>,
     pub balance: Vec<BalanceRule>,
+}
+
+/// How bad a finding is: an error stops the scheduler from starting with
+/// the file (or a reload from applying it); a warning does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One thing found wrong, or likely wrong, in a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// 1-based; None when the finding is about the whole file.
+    pub line: Option<usize>,
+    /// e.g. `[[home]] #2 (cgroup = "/a")`; None for the whole file.
+    pub entry: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(l) = self.line {
+            write!(f, "line {l}: ")?;
+        }
+        if self.severity == Severity::Warning {
+            write!(f, "warning: ")?;
+        }
+        if let Some(e) = &self.entry {
+            write!(f, "{e}: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// A file checked: what it gives if it has no error, and every finding.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    pub config: Option<Config>,
+    /// Each rule's line, in the order of `config.homes` then
+    /// `config.balance`.
+    pub home_lines: Vec<usize>,
+    pub balance_lines: Vec<usize>,
+    pub findings: Vec<Finding>,
+}
+
+impl Checked {
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+    }
+
+    /// The config, or every error in one message, a line each.
+    pub fn into_result(self) -> Result<Config, String> {
+        match self.config {
+            Some(c) => Ok(c),
+            None => Err(self
+                .errors()
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")),
+        }
+    }
 }
 
 /// Cgroups whose home the group balancer chooses.
@@ -63,7 +153,7 @@ pub struct BalanceRule {
 }
 
 impl BalanceRule {
-    pub fn new(cgroup: &str, period_ms: Option<u64>) -> Result<BalanceRule> {
+    pub fn new(cgroup: &str, period_ms: Option<u64>) -> Result<BalanceRule, String> {
         Ok(BalanceRule {
             cgroup: cgroup.to_string(),
             pattern: cgroup_pattern(cgroup)?,
@@ -88,30 +178,36 @@ fn matches(pattern: &glob::Pattern, cgroup: &str) -> bool {
 }
 
 /// A cgroup path or glob from the cgroup2 root ("/a/b*"), as a pattern.
-fn cgroup_pattern(text: &str) -> Result<glob::Pattern> {
-    let cgroup = text
-        .strip_prefix(crate::control::CGROUP_ROOT)
-        .unwrap_or(text)
-        .to_string();
+fn cgroup_pattern(text: &str) -> Result<glob::Pattern, String> {
+    let cgroup = text.strip_prefix(CGROUP_ROOT).unwrap_or(text).to_string();
     if !cgroup.starts_with('/') || cgroup.split('/').any(|c| c == "..") {
-        bail!("field cgroup = {text:?}: give a path from the cgroup2 root, starting with '/'");
+        return Err(format!(
+            "field cgroup = {text:?}: give a path from the cgroup2 root, starting with '/'"
+        ));
     }
     let cgroup = if cgroup.len() > 1 {
         cgroup.trim_end_matches('/').to_string()
     } else {
         cgroup
     };
-    glob::Pattern::new(&cgroup).with_context(|| format!("field cgroup = {text:?}"))
+    glob::Pattern::new(&cgroup).map_err(|e| {
+        format!(
+            "field cgroup = {text:?}: not a valid glob at character {}: {} \
+             ('*' and '?' match within a path component, '[...]' one character of a set)",
+            e.pos + 1,
+            e.msg
+        )
+    })
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    cgroup: String,
-    cpus: Option<String>,
-    node: Option<u32>,
-    llc: Option<u32>,
-    softness: Option<String>,
+/// The path a rule's pattern is written as, from the cgroup2 root.
+fn rule_path(text: &str) -> &str {
+    let p = text.strip_prefix(CGROUP_ROOT).unwrap_or(text);
+    if p.len() > 1 {
+        p.trim_end_matches('/')
+    } else {
+        p
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -131,86 +227,304 @@ impl Rule {
     }
 }
 
-/// Reads and checks a config file. `resolve` turns a home into CPUs on
-/// this machine (and says what is wrong with it).
-pub fn load(path: &Path, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>) -> Result<Config> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading config file {}", path.display()))?;
-    parse(&text, resolve).with_context(|| format!("config file {}", path.display()))
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-pub fn parse(text: &str, resolve: impl Fn(&HomeSpec) -> Result<BTreeSet<usize>>) -> Result<Config> {
-    let file: File = toml::from_str(text).map_err(|e| {
-        let hint = if e.message().contains("escape") {
-            "\nhint: a cgroup name with a backslash (systemd's escapes, e.g. \\x2d in \
-             machine-qemu\\x2d1\\x2ddb1.scope) goes in single quotes, a TOML literal string: \
-             cgroup = '/machine.slice/machine-qemu\\x2d1\\x2ddb1.scope'"
-        } else {
-            ""
-        };
-        anyhow::anyhow!("{e}{hint}")
-    })?;
-    let mut rules: Vec<Rule> = Vec::new();
-    for (i, e) in file.homes.into_iter().enumerate() {
-        let at = format!("[[home]] #{} (cgroup = {:?})", i + 1, e.cgroup);
-        let pattern = cgroup_pattern(&e.cgroup).with_context(|| at.clone())?;
-        if let Some(j) = rules.iter().position(|r| r.pattern == pattern) {
-            bail!(
-                "{at}: the same cgroup as [[home]] #{}: only the first rule for a cgroup applies",
-                j + 1
-            );
+/// The suffixes of the systemd units that have cgroups.
+const UNIT_SUFFIXES: [&str; 6] = [".service", ".scope", ".slice", ".socket", ".mount", ".swap"];
+
+/// Why no systemd-made cgroup can have this path, if none can: under a
+/// `.slice`, every cgroup is a unit's, named with its suffix and in the
+/// characters unit names may have.
+fn not_a_unit_path(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    for w in parts.windows(2) {
+        let (parent, name) = (w[0], w[1]);
+        if !parent.ends_with(".slice") || name.contains(['*', '?', '[']) {
+            continue;
         }
-        let spec = match (e.cpus, e.node, e.llc) {
-            (Some(c), None, None) => HomeSpec::Cpus(c),
-            (None, Some(n), None) => HomeSpec::Node(n),
-            (None, None, Some(l)) => HomeSpec::Llc(l),
-            _ => bail!("{at}: give exactly one of the fields cpus, node, llc"),
-        };
-        let field = match &spec {
-            HomeSpec::Cpus(c) => format!("cpus = {c:?}"),
-            HomeSpec::Node(n) => format!("node = {n}"),
-            HomeSpec::Llc(l) => format!("llc = {l}"),
-        };
-        let cpus = resolve(&spec).with_context(|| format!("{at}: {field}"))?;
-        let softness = match e.softness {
-            None => None,
-            Some(s) => Some(
-                s.parse::<Softness>()
-                    .map_err(|m| anyhow::anyhow!("{at}: field softness: {m}"))?,
-            ),
-        };
-        rules.push(Rule {
-            cgroup: e.cgroup,
-            pattern,
-            cpus,
-            softness,
+        if !UNIT_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+            return Some(format!(
+                "{name:?} is under the slice {parent:?}, where systemd names every cgroup after its unit ({}): no such cgroup is made",
+                UNIT_SUFFIXES.join(", ")
+            ));
+        }
+        if let Some(c) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || ":_.\\@-".contains(*c)))
+        {
+            return Some(format!(
+                "{name:?} has {c:?}, which a systemd unit name cannot have (systemd escapes it, e.g. '\\x20' for a space)"
+            ));
+        }
+    }
+    None
+}
+
+/// Whether every cgroup `later` (a path or glob as written) can match is
+/// matched by `earlier` first: exact for a later path without glob
+/// characters; for a later glob, tried on its text, which catches a
+/// parent's `*` over a child's more precise glob.
+fn shadows(earlier: &glob::Pattern, later: &str) -> bool {
+    matches(earlier, rule_path(later))
+}
+
+/// Checks a config file's text against `cpus`: every finding, and the
+/// config when there is no error.
+pub fn check(text: &str, cpus: &dyn Cpus) -> Checked {
+    let mut out = Checked::default();
+    let file: File = match toml::from_str(text) {
+        Ok(f) => f,
+        Err(e) => {
+            let hint = if e.message().contains("escape") {
+                " (a cgroup name with a backslash, systemd's escapes such as \\x2d in \
+                 machine-qemu\\x2d1\\x2ddb1.scope, goes in single quotes, a TOML literal string: \
+                 cgroup = '/machine.slice/machine-qemu\\x2d*\\x2ddb1.scope')"
+            } else {
+                ""
+            };
+            out.findings.push(Finding {
+                severity: Severity::Error,
+                line: e.span().map(|s| line_of(text, s.start)),
+                entry: None,
+                message: format!("{}{hint}", e.message().trim_end()),
+            });
+            return out;
+        }
+    };
+    let mut errors = 0;
+    let mut error = |out: &mut Checked, line: usize, entry: &str, message: String| {
+        errors += 1;
+        out.findings.push(Finding {
+            severity: Severity::Error,
+            line: Some(line),
+            entry: Some(entry.to_string()),
+            message,
+        });
+    };
+    let warn = |out: &mut Checked, line: usize, entry: &str, message: String| {
+        out.findings.push(Finding {
+            severity: Severity::Warning,
+            line: Some(line),
+            entry: Some(entry.to_string()),
+            message,
+        });
+    };
+    if file.partitions.is_none() && file.homes.is_empty() && file.balance.is_empty() {
+        out.findings.push(Finding {
+            severity: Severity::Warning,
+            line: None,
+            entry: None,
+            message: "the file gives no homes, no balanced cgroups and no partitions: the scheduler runs as if it had none".into(),
         });
     }
-    let mut balance = Vec::new();
+    let partitions = file.partitions.map(|p| {
+        let line = line_of(text, p.span().start);
+        let spec = p.into_inner();
+        (spec, line)
+    });
+    if let Some((spec, line)) = &partitions
+        && let Err(m) = cpus.check_partitions(spec)
+    {
+        error(
+            &mut out,
+            *line,
+            "partitions",
+            format!("field partitions = {spec:?}: {m}"),
+        );
+    }
+
+    let mut rules: Vec<(Rule, usize)> = Vec::new();
+    for (i, e) in file.homes.into_iter().enumerate() {
+        let line = line_of(text, e.cgroup.span().start);
+        let cgroup = e.cgroup.into_inner();
+        let at = format!("[[home]] #{} (cgroup = {cgroup:?})", i + 1);
+        let pattern = match cgroup_pattern(&cgroup) {
+            Ok(p) => Some(p),
+            Err(m) => {
+                error(&mut out, line, &at, m);
+                None
+            }
+        };
+        if let Some(p) = &pattern {
+            if let Some(j) = rules.iter().position(|(r, _)| &r.pattern == p) {
+                error(
+                    &mut out,
+                    line,
+                    &at,
+                    format!(
+                        "the same cgroup as [[home]] #{} (line {}): only the first rule for a cgroup applies",
+                        j + 1,
+                        rules[j].1
+                    ),
+                );
+            } else if let Some(j) = rules.iter().position(|(r, _)| shadows(&r.pattern, &cgroup)) {
+                warn(
+                    &mut out,
+                    line,
+                    &at,
+                    format!(
+                        "never applies: [[home]] #{} (line {}, cgroup = {:?}) comes first and matches every cgroup this one does; the first rule that matches wins, so put the narrower rule first",
+                        j + 1,
+                        rules[j].1,
+                        rules[j].0.cgroup
+                    ),
+                );
+            }
+            if let Some(m) = not_a_unit_path(rule_path(&cgroup)) {
+                warn(
+                    &mut out,
+                    line,
+                    &at,
+                    format!("matches no cgroup systemd makes: {m}"),
+                );
+            }
+        }
+        let given = [e.cpus.is_some(), e.node.is_some(), e.llc.is_some()];
+        let spec = match (e.cpus, e.node, e.llc) {
+            (Some(c), None, None) => Some((HomeSpec::Cpus(c.get_ref().clone()), c.span())),
+            (None, Some(n), None) => Some((HomeSpec::Node(*n.get_ref()), n.span())),
+            (None, None, Some(l)) => Some((HomeSpec::Llc(*l.get_ref()), l.span())),
+            _ => {
+                let n = given.iter().filter(|g| **g).count();
+                error(
+                    &mut out,
+                    line,
+                    &at,
+                    format!("give exactly one of the fields cpus, node, llc (this entry has {n})"),
+                );
+                None
+            }
+        };
+        let resolved = spec.and_then(|(spec, span)| {
+            let field = match &spec {
+                HomeSpec::Cpus(c) => format!("cpus = {c:?}"),
+                HomeSpec::Node(n) => format!("node = {n}"),
+                HomeSpec::Llc(l) => format!("llc = {l}"),
+            };
+            match cpus.resolve(&spec) {
+                Ok(set) => Some(set),
+                Err(m) => {
+                    error(
+                        &mut out,
+                        line_of(text, span.start),
+                        &at,
+                        format!("field {field}: {m}"),
+                    );
+                    None
+                }
+            }
+        });
+        let softness = match e.softness {
+            None => Some(None),
+            Some(s) => {
+                let l = line_of(text, s.span().start);
+                match s.get_ref().parse::<Softness>() {
+                    Ok(v) => Some(Some(v)),
+                    Err(m) => {
+                        error(&mut out, l, &at, format!("field softness: {m}"));
+                        None
+                    }
+                }
+            }
+        };
+        if let (Some(pattern), Some(cpus), Some(softness)) = (pattern, resolved, softness) {
+            rules.push((
+                Rule {
+                    cgroup,
+                    pattern,
+                    cpus,
+                    softness,
+                },
+                line,
+            ));
+        }
+    }
+
+    let mut balance: Vec<(BalanceRule, usize)> = Vec::new();
     for (i, e) in file.balance.into_iter().enumerate() {
-        let at = format!("[[balance]] #{} (cgroup = {:?})", i + 1, e.cgroup);
-        if let Some(ms) = e.period_ms
+        let line = line_of(text, e.cgroup.span().start);
+        let cgroup = e.cgroup.into_inner();
+        let at = format!("[[balance]] #{} (cgroup = {cgroup:?})", i + 1);
+        let period_ms = e
+            .period_ms
+            .map(|p| (*p.get_ref(), line_of(text, p.span().start)));
+        let mut ok = true;
+        if let Some((ms, l)) = period_ms
             && !(10..=3_600_000).contains(&ms)
         {
-            bail!("{at}: field period_ms = {ms}: give 10 to 3600000 ms");
-        }
-        let rule = BalanceRule::new(&e.cgroup, e.period_ms).with_context(|| at.clone())?;
-        if let Some(j) = balance
-            .iter()
-            .position(|r: &BalanceRule| r.pattern == rule.pattern)
-        {
-            bail!(
-                "{at}: the same cgroup as [[balance]] #{}: only the first rule for a cgroup applies",
-                j + 1
+            error(
+                &mut out,
+                l,
+                &at,
+                format!("field period_ms = {ms}: give 10 to 3600000 ms"),
             );
+            ok = false;
         }
-        balance.push(rule);
+        match BalanceRule::new(&cgroup, period_ms.map(|p| p.0)) {
+            Err(m) => error(&mut out, line, &at, m),
+            Ok(rule) => {
+                if let Some(j) = balance.iter().position(|(r, _)| r.pattern == rule.pattern) {
+                    error(
+                        &mut out,
+                        line,
+                        &at,
+                        format!(
+                            "the same cgroup as [[balance]] #{} (line {}): only the first rule for a cgroup applies",
+                            j + 1,
+                            balance[j].1
+                        ),
+                    );
+                } else {
+                    if let Some(j) = balance
+                        .iter()
+                        .position(|(r, _)| shadows(&r.pattern, &cgroup))
+                    {
+                        warn(
+                            &mut out,
+                            line,
+                            &at,
+                            format!(
+                                "never applies: [[balance]] #{} (line {}, cgroup = {:?}) comes first and matches every cgroup this one does",
+                                j + 1,
+                                balance[j].1,
+                                balance[j].0.cgroup
+                            ),
+                        );
+                    }
+                    if let Some(m) = not_a_unit_path(rule_path(&cgroup)) {
+                        warn(
+                            &mut out,
+                            line,
+                            &at,
+                            format!("matches no cgroup systemd makes: {m}"),
+                        );
+                    }
+                    if ok {
+                        balance.push((rule, line));
+                    }
+                }
+            }
+        }
     }
-    Ok(Config {
-        partitions: file.partitions,
-        homes: rules,
-        balance,
-    })
+    out.findings.sort_by_key(|f| f.line.unwrap_or(0));
+    if errors == 0 {
+        out.home_lines = rules.iter().map(|(_, l)| *l).collect();
+        out.balance_lines = balance.iter().map(|(_, l)| *l).collect();
+        out.config = Some(Config {
+            partitions: partitions.map(|p| p.0),
+            homes: rules.into_iter().map(|(r, _)| r).collect(),
+            balance: balance.into_iter().map(|(r, _)| r).collect(),
+        });
+    }
+    out
+}
+
+/// The config in `text`, or every error found, a line each.
+pub fn parse(text: &str, cpus: &dyn Cpus) -> Result<Config, String> {
+    check(text, cpus).into_result()
 }
 
 /// What the config file says about a cgroup the scheduler has no home for.
@@ -250,12 +564,22 @@ mod tests {
     use super::*;
 
     /// Two nodes of four CPUs, one LLC each.
-    fn resolve(spec: &HomeSpec) -> Result<BTreeSet<usize>> {
-        match spec {
-            HomeSpec::Node(0) | HomeSpec::Llc(0) => Ok((0..4).collect()),
-            HomeSpec::Node(1) | HomeSpec::Llc(1) => Ok((4..8).collect()),
-            HomeSpec::Cpus(c) => Ok(softpart_core::cpulist::parse(c)?),
-            other => bail!("{other:?} does not exist"),
+    struct TwoNodes;
+
+    impl Cpus for TwoNodes {
+        fn resolve(&self, spec: &HomeSpec) -> Result<BTreeSet<usize>, String> {
+            match spec {
+                HomeSpec::Node(0) | HomeSpec::Llc(0) => Ok((0..4).collect()),
+                HomeSpec::Node(1) | HomeSpec::Llc(1) => Ok((4..8).collect()),
+                HomeSpec::Cpus(c) => crate::cpulist::parse(c).map_err(|e| e.to_string()),
+                other => Err(format!("{other:?} does not exist")),
+            }
+        }
+
+        fn check_partitions(&self, spec: &str) -> Result<(), String> {
+            crate::partition::parse(spec, &(0..8).collect(), 64)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         }
     }
 
@@ -278,7 +602,7 @@ mod tests {
             cgroup = "/db.slice/*"
             node = 1
             "#,
-            resolve,
+            &TwoNodes,
         )
         .unwrap();
         assert_eq!(cfg.partitions.as_deref(), Some("0-3;4-7"));
@@ -313,7 +637,7 @@ mod tests {
         /// Any text: an answer, never a panic.
         #[test]
         fn never_panics_on_any_text(text in "\\PC{0,200}") {
-            let _ = parse(&text, resolve);
+            let _ = parse(&text, &TwoNodes);
         }
 
         /// Well-formed entries with arbitrary values: accepted, or an error
@@ -335,7 +659,7 @@ mod tests {
             let text = format!(
                 "[[home]]\ncgroup = \"/ok\"\nnode = 0\n[[home]]\ncgroup = {cgroup:?}\n{home}\nsoftness = {soft:?}\n[[balance]]\ncgroup = {cgroup:?}\nperiod_ms = {period}\n"
             );
-            if let Err(e) = parse(&text, resolve) {
+            if let Err(e) = parse(&text, &TwoNodes) {
                 let e = format!("{e:#}");
                 proptest::prop_assert!(e.contains("[[home]] #2") || e.contains("[[balance]] #1"), "{}", e);
             }
@@ -344,7 +668,7 @@ mod tests {
 
     #[test]
     fn duplicate_rules_are_refused_naming_both() {
-        let err = |text: &str| format!("{:#}", parse(text, resolve).unwrap_err());
+        let err = |text: &str| format!("{:#}", parse(text, &TwoNodes).unwrap_err());
         let e = err(
             "[[home]]\ncgroup = \"/db\"\nnode = 0\n[[home]]\ncgroup = \"/sys/fs/cgroup/db/\"\nnode = 1\n",
         );
@@ -361,7 +685,7 @@ mod tests {
         // the balancer once it is cleared.
         parse(
             "[[home]]\ncgroup = \"/vms/a\"\nnode = 0\n[[balance]]\ncgroup = \"/vms/a\"\n",
-            resolve,
+            &TwoNodes,
         )
         .unwrap();
     }
@@ -379,7 +703,7 @@ mod tests {
         let mut rules = Vec::new();
         let mut balance = Vec::new();
         for b in blocks {
-            let cfg = parse(b, resolve).unwrap_or_else(|e| panic!("{e:#}\n{b}"));
+            let cfg = parse(b, &TwoNodes).unwrap_or_else(|e| panic!("{e:#}\n{b}"));
             rules.extend(cfg.homes);
             balance.extend(cfg.balance);
         }
@@ -415,14 +739,14 @@ mod tests {
             "{:#}",
             parse(
                 "[[home]]\ncgroup = \"/machine.slice/machine-qemu\\x2d1.scope\"\nnode = 0\n",
-                resolve
+                &TwoNodes
             )
             .unwrap_err()
         );
         assert!(e.contains("single quotes"), "{e}");
         let cfg = parse(
             "[[home]]\ncgroup = '/machine.slice/machine-qemu\\x2d1.scope'\nnode = 0\n",
-            resolve,
+            &TwoNodes,
         )
         .unwrap();
         assert!(rule_for(&cfg.homes, "/machine.slice/machine-qemu\\x2d1.scope").is_some());
@@ -432,7 +756,7 @@ mod tests {
     fn explicit_homes_win_over_balancing() {
         let cfg = parse(
             "[[home]]\ncgroup = \"/vms/db\"\nnode = 1\n[[balance]]\ncgroup = \"/vms/*\"\n",
-            resolve,
+            &TwoNodes,
         )
         .unwrap();
         let m = |cg: &str, first: bool| match_cgroup(&cfg.homes, &cfg.balance, cg, first);
@@ -445,7 +769,7 @@ mod tests {
 
     #[test]
     fn errors_name_entry_field_and_value() {
-        let err = |text: &str| format!("{:#}", parse(text, resolve).unwrap_err());
+        let err = |text: &str| format!("{:#}", parse(text, &TwoNodes).unwrap_err());
         let e = err("[[home]]\ncgroup = \"/a\"\nnode = 0\ncpus = \"1\"\n");
         assert!(e.contains("#1") && e.contains("exactly one of"), "{e}");
         let e = err("[[home]]\ncgroup = \"/a\"\nnode = 0\n[[home]]\ncgroup = \"/b\"\nnode = 7\n");
@@ -467,5 +791,119 @@ mod tests {
         );
         let e = err("[[balance]]\ncgroup = \"a/*\"\n");
         assert!(e.contains("field cgroup = \"a/*\""), "{e}");
+    }
+
+    fn findings(text: &str) -> Vec<String> {
+        check(text, &TwoNodes)
+            .findings
+            .iter()
+            .map(|f| f.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_error_is_reported_with_its_line() {
+        let text = "partitions = \"0;0-1\"\n\
+                    [[home]]\ncgroup = \"/a\"\nnode = 7\n\
+                    [[home]]\ncgroup = \"/b\"\ncpus = \"1\"\nsoftness = \"3\"\n\
+                    [[balance]]\ncgroup = \"/c/*\"\nperiod_ms = 1\n";
+        let c = check(text, &TwoNodes);
+        assert!(c.config.is_none());
+        let f: Vec<String> = c.errors().map(|f| f.to_string()).collect();
+        assert_eq!(f.len(), 4, "{f:#?}");
+        assert!(
+            f[0].starts_with("line 1: partitions: field partitions = \"0;0-1\""),
+            "{}",
+            f[0]
+        );
+        assert!(!f[0].contains("--partitions"), "{}", f[0]);
+        assert!(
+            f[1].starts_with("line 4: [[home]] #1 (cgroup = \"/a\"): field node = 7"),
+            "{}",
+            f[1]
+        );
+        assert!(
+            f[2].starts_with("line 8: [[home]] #2 (cgroup = \"/b\"): field softness"),
+            "{}",
+            f[2]
+        );
+        assert!(
+            f[3].starts_with("line 11: [[balance]] #1 (cgroup = \"/c/*\"): field period_ms = 1"),
+            "{}",
+            f[3]
+        );
+        // The scheduler's message is all of them, a line each.
+        assert_eq!(parse(text, &TwoNodes).unwrap_err().lines().count(), 4);
+    }
+
+    #[test]
+    fn a_syntax_error_names_its_line() {
+        let f = findings("[[home]]\ncgroup = \"/a\"\nnode = = 0\n");
+        assert_eq!(f.len(), 1);
+        assert!(f[0].starts_with("line 3: "), "{f:?}");
+        let f = findings("[[home]]\ncgroup = \"/a\"\nnode = 0\nnodes = 1\n");
+        assert!(
+            f[0].starts_with("line 4: ") && f[0].contains("nodes"),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn an_empty_file_is_a_warning() {
+        let c = check("# nothing yet\n", &TwoNodes);
+        assert!(c.config.is_some());
+        let w: Vec<String> = c.warnings().map(|f| f.to_string()).collect();
+        assert!(w.len() == 1 && w[0].contains("no homes"), "{w:?}");
+    }
+
+    #[test]
+    fn a_rule_behind_a_wider_one_never_applies() {
+        let c = check(
+            "[[home]]\ncgroup = \"/machine.slice/*\"\nnode = 0\n\
+             [[home]]\ncgroup = \"/machine.slice/vm1.scope\"\nnode = 1\n\
+             [[home]]\ncgroup = \"/machine.slice/db*.scope\"\nnode = 1\n\
+             [[home]]\ncgroup = \"/other.slice/x.service\"\nnode = 1\n",
+            &TwoNodes,
+        );
+        assert!(c.config.is_some());
+        let w: Vec<String> = c.warnings().map(|f| f.to_string()).collect();
+        assert_eq!(w.len(), 2, "{w:#?}");
+        assert!(w[0].starts_with("line 5: warning: [[home]] #2"), "{}", w[0]);
+        assert!(
+            w[0].contains("never applies") && w[0].contains("#1 (line 2"),
+            "{}",
+            w[0]
+        );
+        assert!(w[1].starts_with("line 8: warning: [[home]] #3"), "{}", w[1]);
+        // The narrower rule first: nothing to say.
+        let c = check(
+            "[[home]]\ncgroup = \"/machine.slice/vm1.scope\"\nnode = 1\n\
+             [[home]]\ncgroup = \"/machine.slice/*\"\nnode = 0\n",
+            &TwoNodes,
+        );
+        assert_eq!(c.warnings().count(), 0);
+    }
+
+    #[test]
+    fn a_name_no_systemd_unit_can_have_is_a_warning() {
+        let w = findings(
+            "[[home]]\ncgroup = \"/system.slice/postgresql\"\nnode = 0\n\
+             [[home]]\ncgroup = \"/machine.slice/my vm.scope\"\nnode = 0\n\
+             [[home]]\ncgroup = \"/bench/anything\"\nnode = 0\n\
+             [[balance]]\ncgroup = \"/machine.slice/*\"\n",
+        );
+        assert_eq!(w.len(), 2, "{w:#?}");
+        assert!(
+            w[0].contains("\"postgresql\"") && w[0].contains(".service"),
+            "{}",
+            w[0]
+        );
+        assert!(w[1].contains("' '"), "{}", w[1]);
+    }
+
+    #[test]
+    fn a_bad_glob_is_said_in_words() {
+        let f = findings("[[home]]\ncgroup = \"/a/b[c\"\nnode = 0\n");
+        assert!(f[0].contains("not a valid glob at character"), "{f:?}");
     }
 }

@@ -3,11 +3,14 @@
 
 pub mod balance;
 pub mod build_info;
+pub mod config;
+pub mod config_report;
 pub mod control;
 pub mod cpulist;
 pub mod events;
 pub mod hist;
 pub mod home_contract;
+pub mod layout;
 pub mod limits;
 pub mod overfull;
 pub mod partition;
