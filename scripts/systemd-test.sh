@@ -23,6 +23,17 @@ trap 'rm -rf "$overlay"' EXIT
 # Its "." is the guest's "/".
 chmod 755 "$overlay"
 make -s -C "$here" install DESTDIR="$overlay" PREFIX=/usr/local >/dev/null
+# README's rollback: `make uninstall` takes away all `make install` put in
+# place but the operator's config (tried on a second copy).
+spare=$(mktemp -d)
+make -s -C "$here" install DESTDIR="$spare" PREFIX=/usr/local >/dev/null
+make -s -C "$here" uninstall DESTDIR="$spare" PREFIX=/usr/local >/dev/null
+left=$(cd "$spare" && find . -type f | sort)
+rm -rf "$spare"
+if [ "$left" != "./etc/softpart/softpart.toml" ]; then
+  echo "systemd-test: make uninstall left files behind:" >&2; echo "$left" >&2; exit 1
+fi
+echo "systemd-test: make uninstall removes all make install put in place but /etc/softpart/softpart.toml"
 install -D -m 755 "$here/target/release/softpart-observe" "$overlay/usr/local/bin/softpart-observe"
 install -D -m 755 "$here/tests/systemd/guest-test.sh" "$overlay/usr/local/libexec/softpart-test/guest-test.sh"
 install -D -m 644 "$here/tests/systemd/softpart-test.service" "$overlay/etc/systemd/system/softpart-test.service"
