@@ -63,12 +63,19 @@ fn sum_hists<'a>(hists: impl Iterator<Item = &'a sp_hist>) -> Vec<u64> {
     sum
 }
 
-/// A group slot's counters, summed over the CPUs.
+/// A group slot's counters with its run-delay histogram, summed over the
+/// CPUs: what a statistics or metrics request reports.
 pub(crate) fn group(maps: &BpfMaps, slot: u32) -> RawCounters {
-    let mut raw = RawCounters {
+    RawCounters {
         delay_hist: group_hist(maps, slot),
-        ..Default::default()
-    };
+        ..group_counts(maps, slot)
+    }
+}
+
+/// A group slot's counters without the histogram (the histograms are
+/// most of a group's per-CPU bytes; the periodic samples need none of it).
+pub(crate) fn group_counts(maps: &BpfMaps, slot: u32) -> RawCounters {
+    let mut raw = RawCounters::default();
     for g in group_per_cpu(maps, slot) {
         raw.run_home_ns += g.run_home_ns;
         raw.run_away_ns += g.run_away_ns;

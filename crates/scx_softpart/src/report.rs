@@ -52,7 +52,12 @@ impl Scheduler<'_> {
         let groups = self
             .homes
             .iter()
-            .map(|(id, home)| (home.label.clone(), counters::group(&self.skel.maps, id)))
+            .map(|(id, home)| {
+                (
+                    home.label.clone(),
+                    counters::group_counts(&self.skel.maps, id),
+                )
+            })
             .collect();
         self.home_samples.prev = self.home_samples.last.take();
         self.home_samples.last = Some((monotonic_ns(), groups));
@@ -83,7 +88,7 @@ impl Scheduler<'_> {
                     let away = self
                         .homes
                         .find(&g.label)
-                        .map(|id| counters::group(&self.skel.maps, id));
+                        .map(|id| counters::group_counts(&self.skel.maps, id));
                     GroupView {
                         label: g.label.clone(),
                         part: g.part,
