@@ -8,7 +8,7 @@ use crate::bpf_intf::softpart_consts_SP_NO_CGROUP as NO_CGROUP;
 use crate::bpf_intf::softpart_consts_SP_RATE_ONE as RATE_ONE;
 use crate::bpf_skel::types::{sp_cg_ctl, sp_cgroup};
 use crate::counters::CgroupSums;
-use softpart_core::shares::{CgroupLoad, cgroup_entitlements, charge_rates};
+use softpart_core::shares::{CgroupLoad, contract_pass};
 use std::collections::HashMap;
 use std::sync::atomic::{Ordering, fence};
 
@@ -148,11 +148,11 @@ impl Contract {
             })
             .collect();
         self.load = seen;
-        self.note_view(slots, &used, &loads, runnable, cpus);
+        let (rates, shares) = contract_pass(&loads, cpus);
+        self.note_view(slots, &used, &loads, runnable, &shares);
         let caps = nearest_caps(&loads);
         let idle: Vec<bool> = used.iter().map(|&slot| slots[slot].idle != 0).collect();
         let under = idle_under(&loads, &idle);
-        let rates = charge_rates(&loads, cpus);
         for (at, &slot) in used.iter().enumerate() {
             let rate = rates[at];
             let want = sp_cg_ctl {
@@ -248,9 +248,8 @@ impl Contract {
         used: &[usize],
         loads: &[CgroupLoad],
         runnable: &[CgroupSums],
-        cpus: f64,
+        shares: &[f64],
     ) {
-        let shares = cgroup_entitlements(loads, cpus);
         let now = std::time::Instant::now();
         let secs = self
             .last_at

@@ -189,12 +189,20 @@ pub fn charge_rates(cgroups: &[CgroupLoad], capacity: f64) -> Vec<f64> {
 /// Each cgroup's entitlement in CPUs (its own tasks' and its
 /// descendants'), from the same tree as [`charge_rates`].
 pub fn cgroup_entitlements(cgroups: &[CgroupLoad], capacity: f64) -> Vec<f64> {
+    contract_pass(cgroups, capacity).1
+}
+
+/// [`charge_rates`] and [`cgroup_entitlements`] from one tree: what a
+/// contract refresh needs, the tree built once.
+pub fn contract_pass(cgroups: &[CgroupLoad], capacity: f64) -> (Vec<f64>, Vec<f64>) {
     let (children, roots, tree, shares) = contract_shares(cgroups, capacity);
-    let mut out = vec![0.0; cgroups.len()];
+    let mut rates = vec![0.0; cgroups.len()];
+    let mut entitled = vec![0.0; cgroups.len()];
     for (&i, (g, s)) in roots.iter().zip(tree.iter().zip(&shares)) {
-        collect_shares(i, g, s, &children, &mut out);
+        collect_rates(i, g, s, cgroups, &children, &mut rates);
+        collect_shares(i, g, s, &children, &mut entitled);
     }
-    out
+    (rates, entitled)
 }
 
 type ContractShares = (Vec<Vec<usize>>, Vec<usize>, Vec<Group>, Vec<Share>);
@@ -570,6 +578,8 @@ mod tests {
                 runnable: *n as f64,
             }).collect();
             let rates = charge_rates(&cgs, capacity);
+            // The one-tree pass gives the same rates.
+            prop_assert_eq!(&contract_pass(&cgs, capacity).0, &rates);
             let mut given = 0.0;
             for (c, r) in cgs.iter().zip(&rates) {
                 prop_assert!(r.is_finite() && *r >= 0.0);
