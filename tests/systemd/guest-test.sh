@@ -42,6 +42,14 @@ observe_pgbench() {
   read -r node0 node1 < <(jq -r --arg g "$PG_CG" '.groups[$g].node_cpu_s | map(tostring) | join(" ")' /tmp/observed.json)
   echo "# softpart-observe: PostgreSQL's CPU seconds on node 0 and node 1: ${node0:-?} ${node1:-?}"
 }
+# Starts `softpart exec --node 1 -- sleep infinity` while no scheduler
+# answers; sets exec_pid, keeps its words in $1.
+exec_while_down() {
+  softpart exec --node 1 -- sleep infinity > "$1" 2>&1 &
+  exec_pid=$!
+  sleep 1
+  show "$1"
+}
 share() { awk -v a="${1:-x}" -v b="${2:-x}" 'BEGIN { if (a ~ /^[0-9.e+-]+$/ && b ~ /^[0-9.e+-]+$/ && a + b > 0) printf "%.3f", a / (a + b); else print "?" }'; }
 
 wait_for 1800 systemctl is-active -q "$PG_UNIT"
@@ -55,10 +63,8 @@ check "make install put the man pages and completions in place" \
 # would): the boot made /run/softpart/pending (tmpfiles.d), so the request
 # waits there and the home applies when the service first starts.
 ls -ld /run/softpart/pending | show
-softpart exec --node 1 -- sleep infinity > /tmp/early.out 2>&1 &
-early=$!
-sleep 1
-show /tmp/early.out
+exec_while_down /tmp/early.out
+early=$exec_pid
 check "softpart exec before the first start left its home to apply later" \
   bash -c "kill -0 $early && grep -q 'the home applies when it starts' /tmp/early.out"
 
@@ -190,10 +196,8 @@ echo "# after systemctl stop: sched_ext $(sched_state)"
 check "after systemctl stop, sched_ext is disabled" grep -qx disabled /sys/kernel/sched_ext/state
 check "PostgreSQL still answers" \
   bash -c "sudo -u postgres psql -tAc 'select 1' bench | grep -qx 1"
-softpart exec --node 1 -- sleep infinity > /tmp/exec.out 2>&1 &
-late=$!
-sleep 1
-show /tmp/exec.out
+exec_while_down /tmp/exec.out
+late=$exec_pid
 check "softpart exec ran its command with a warning while the scheduler was down" \
   bash -c "kill -0 $late && grep -qi warn /tmp/exec.out"
 systemctl start softpart
