@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+pub use softpart_core::config::CGROUP_ROOT;
 const CAP_SYS_NICE: u32 = 23;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

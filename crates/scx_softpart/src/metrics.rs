@@ -595,6 +595,7 @@ pub fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::EVENT_NAMES;
     use crate::stats::RawTenant;
 
     fn snapshot() -> Snapshot {
@@ -732,6 +733,45 @@ mod tests {
             "{all}"
         );
         assert!(!none.contains("softpart_cgroup_weight{"), "{none}");
+    }
+
+    /// The series a scrape carries: README's figures (about 70 fixed, 35
+    /// a homed and balanced group, 20 a partition, 6 a capped cgroup, one
+    /// fewer for a cgroup without a cap).
+    #[test]
+    fn series_per_group_partition_and_cgroup_are_as_documented() {
+        let series = |s: &Snapshot| {
+            let text = encode(s.clone(), CgroupSeries::Contract).unwrap();
+            text.lines().filter(|l| !l.starts_with('#')).count()
+        };
+        let mut s = Snapshot {
+            service: snapshot().service,
+            events: EVENT_NAMES.iter().map(|&e| (e, 0)).collect(),
+            ..Default::default()
+        };
+        let fixed = series(&s);
+        let (c, t) = (
+            snapshot().groups["/db"].2.clone(),
+            snapshot().tenants["/db"].clone(),
+        );
+        s.groups
+            .insert("/g".into(), ("0-3".into(), "home-first".into(), c.clone()));
+        s.balanced.insert("/g".into(), (Some(0), 0));
+        let group = series(&s) - fixed;
+        s.parts.insert(0, ("0-3".into(), 4, c));
+        let part = series(&s) - fixed - group;
+        s.tenants.insert("/g".into(), t);
+        let cgroup = series(&s) - fixed - group - part;
+        s.tenants.insert(
+            "/weighted".into(),
+            RawTenant {
+                weight: 300,
+                ..Default::default()
+            },
+        );
+        let uncapped = series(&s) - fixed - group - part - cgroup;
+        assert_eq!((group, part, cgroup, uncapped), (35, 20, 6, 5));
+        assert!((65..=75).contains(&fixed), "fixed {fixed}");
     }
 
     #[test]
