@@ -37,6 +37,7 @@
 	SP_EVENT(PULL_BEHIND, "CPUs that took another partition's head, far behind on the vtime clock") \
 	SP_EVENT(PARKED, "tasks of a cgroup out of cpu.max budget, parked until its refill") \
 	SP_EVENT(UNPARKED, "parked tasks released to their partition's queue after a refill") \
+	SP_EVENT(LATE_PARKS, "refills that found tasks parked after the throttle had ended, and released them") \
 	SP_EVENT(THROTTLE_PREEMPT, "running tasks switched out when their cgroup ran out of budget") \
 	SP_EVENT(CGROUP_NO_SLOT, "cgroups created while the cgroup table was full (charged as plain tasks)") \
 	SP_EVENT(CGROUP_REFUSED, "cgroups refused at creation: their park queue could not be made") \

@@ -315,6 +315,15 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 		if (at && time_before(at, now))
 			b->throttled_ns += now - at;
 		hand_release(slot);
+	} else if (parked && old > 0) {
+		/*
+		 * Tasks parked with budget left: enqueue() saw the throttle
+		 * before the last refill ended it, and put them in after the
+		 * release had emptied the queue. Nothing else would move them:
+		 * hand them over now, a period late at most.
+		 */
+		stat_inc(SP_STAT_LATE_PARKS);
+		hand_release(slot);
 	}
 	/*
 	 * Idle for a whole period: stop. Disarm first, then look again, so
