@@ -1,5 +1,5 @@
 //! The cgroup CPU contract, control side. Every period each cgroup's load
-//! (its runnable tasks, counted per CPU by the fast path) and contract
+//! (its runnable tasks, counted per node by the fast path) and contract
 //! (cpu.weight and cpu.max, from the slot table the fast path fills from
 //! the kernel's callbacks) become the rate its tasks' CPU time is charged
 //! at on the vtime clock (softpart_core::shares::charge_rates).
@@ -7,15 +7,25 @@
 use crate::bpf_intf::softpart_consts_SP_NO_CGROUP as NO_CGROUP;
 use crate::bpf_intf::softpart_consts_SP_RATE_ONE as RATE_ONE;
 use crate::bpf_skel::types::{sp_cg_ctl, sp_cgroup};
-use crate::counters::CgroupSums;
+use crate::cgroup_table::CgroupSums;
 use softpart_core::shares::{CgroupLoad, contract_pass};
 use std::collections::HashMap;
 use std::sync::atomic::{Ordering, fence};
 
-/// How much of a new reading the smoothed load takes each period: a time
-/// constant of about five periods (100 ms), so that a task that runs in
-/// bursts counts by how often it is runnable, not by where a reading fell.
-const SMOOTHING: f64 = 0.2;
+/// The smoothed load's time constant, in seconds: a task that runs in
+/// bursts counts by how often it is runnable, not by where a reading fell,
+/// and a tenant that starts or stops moves the rates within a few tenths
+/// of a second.
+const LOAD_TAU_S: f64 = 0.2;
+
+/// How much of a new reading a smoothed value with time constant `tau`
+/// takes after `secs`.
+fn smoothing(secs: f64, tau: f64) -> f64 {
+    if secs <= 0.0 {
+        return 1.0;
+    }
+    1.0 - (-secs / tau).exp()
+}
 
 /// The highest rate given, in task weight per CPU: a cgroup's tasks pay
 /// at most 10000x a plain task's charge (the weight range's ratio).
@@ -60,9 +70,9 @@ pub(crate) struct CgroupView {
     pub cpus_used: f64,
 }
 
-/// How much of a new reading the smoothed CPU time takes each period: a
-/// time constant of about 50 periods (one second), for the statistics.
-const USED_SMOOTHING: f64 = 0.02;
+/// The time constant of the smoothed CPU time the statistics show, in
+/// seconds.
+const USED_TAU_S: f64 = 1.0;
 
 /// For each cgroup, whether it or one above it has cpu.idle set.
 pub(crate) fn idle_under(cgroups: &[CgroupLoad], idle: &[bool]) -> Vec<bool> {
@@ -90,7 +100,7 @@ pub(crate) struct Contract {
     load: HashMap<u64, (f64, f64)>,
     run_base: HashMap<u64, u64>,
     pub(crate) view: HashMap<u64, CgroupView>,
-    last_at: Option<std::time::Instant>,
+    last_run_at: Option<std::time::Instant>,
 }
 
 /// cpu.max as CPUs, `None` for "max" (or a quota the kernel would not set).
@@ -99,18 +109,20 @@ pub(crate) fn cap_cpus(quota_us: u64, period_us: u64) -> Option<f64> {
 }
 
 impl Contract {
-    /// One period: smooths `runnable` (per slot, from
-    /// counters::cgroup_runnable) and writes each live slot's rate, cap
-    /// chain and cpu.idle inheritance into `ctl`, stamped with the slot's
-    /// generation as read here: a slot that changed hands since gets
-    /// nothing the fast path takes. Only entries that changed are written.
+    /// One period, `secs` after the last: smooths `runnable` (per slot,
+    /// from cgroup_table::CgroupTable::loads) and writes each live slot's
+    /// rate, cap chain and cpu.idle inheritance into `ctl`, stamped with
+    /// the slot's generation as read here: a slot that changed hands since
+    /// gets nothing the fast path takes. Only entries that changed are
+    /// written; returns how many were.
     pub(crate) fn refresh(
         &mut self,
         slots: &[sp_cgroup],
         ctl: &mut [sp_cg_ctl],
         runnable: &[CgroupSums],
         cpus: f64,
-    ) {
+        secs: f64,
+    ) -> usize {
         // Each slot's generation before anything else of it: what is read
         // after it is of that cgroup or of a later one, whose generation
         // no longer matches what is written here.
@@ -123,18 +135,21 @@ impl Contract {
             .enumerate()
             .map(|(at, &slot)| (slot as u32, at))
             .collect();
+        let alpha = smoothing(secs, LOAD_TAU_S);
         let mut seen = HashMap::with_capacity(used.len());
         let loads: Vec<CgroupLoad> = used
             .iter()
             .map(|&slot| {
                 let cg = &slots[slot];
                 let sums = runnable.get(slot).copied().unwrap_or_default();
-                let old = self.load.get(&cg.cgid).copied().unwrap_or((0.0, 0.0));
                 let now = (sums.weight.max(0) as f64, sums.nr.max(0) as f64);
-                let smooth = (
-                    old.0 + SMOOTHING * (now.0 - old.0),
-                    old.1 + SMOOTHING * (now.1 - old.1),
-                );
+                let smooth = match self.load.get(&cg.cgid) {
+                    Some(old) => (
+                        old.0 + alpha * (now.0 - old.0),
+                        old.1 + alpha * (now.1 - old.1),
+                    ),
+                    None => (alpha * now.0, alpha * now.1),
+                };
                 seen.insert(cg.cgid, smooth);
                 CgroupLoad {
                     parent: index.get(&cg.parent).copied(),
@@ -149,10 +164,11 @@ impl Contract {
             .collect();
         self.load = seen;
         let (rates, shares) = contract_pass(&loads, cpus);
-        self.note_view(slots, &used, &loads, runnable, &shares);
+        self.note_view(slots, &used, &loads, &shares);
         let caps = nearest_caps(&loads);
         let idle: Vec<bool> = used.iter().map(|&slot| slots[slot].idle != 0).collect();
         let under = idle_under(&loads, &idle);
+        let mut written = 0;
         for (at, &slot) in used.iter().enumerate() {
             let rate = rates[at];
             let want = sp_cg_ctl {
@@ -165,10 +181,13 @@ impl Contract {
                 cap_up: caps[at].map_or(NO_CGROUP, |c| used[c] as u32),
                 idle_under: under[at] as u32,
             };
-            if let Some(entry) = ctl.get_mut(slot) {
-                write_ctl(entry, &want);
+            if let Some(entry) = ctl.get_mut(slot)
+                && write_ctl(entry, &want)
+            {
+                written += 1;
             }
         }
+        written
     }
 }
 
@@ -183,14 +202,14 @@ fn read_gen(slot_gen: &u32) -> u32 {
 
 /// Writes `want` over `entry` if it differs: the fields first, then the
 /// generation that makes the fast path take them, so that it never takes
-/// one cgroup's generation with another's fields.
-fn write_ctl(entry: &mut sp_cg_ctl, want: &sp_cg_ctl) {
+/// one cgroup's generation with another's fields. True if it wrote.
+fn write_ctl(entry: &mut sp_cg_ctl, want: &sp_cg_ctl) -> bool {
     if entry.slot_gen == want.slot_gen
         && entry.rate == want.rate
         && entry.cap_up == want.cap_up
         && entry.idle_under == want.idle_under
     {
-        return;
+        return false;
     }
     // SAFETY: fields of a valid, aligned entry of the mapped table, which
     // the fast path only reads.
@@ -201,6 +220,7 @@ fn write_ctl(entry: &mut sp_cg_ctl, want: &sp_cg_ctl) {
         fence(Ordering::Release);
         std::ptr::write_volatile(&mut entry.slot_gen, want.slot_gen);
     }
+    true
 }
 
 impl Contract {
@@ -239,37 +259,19 @@ impl Contract {
         out
     }
 
-    /// The statistics' view: each cgroup's contract, entitlement and run
-    /// time (counted from when its id was first seen in its slot: a slot's
-    /// counter goes on from the cgroup that had it before).
+    /// The statistics' view: each cgroup's contract and entitlement; its
+    /// run time as last read (note_run).
     fn note_view(
         &mut self,
         slots: &[sp_cgroup],
         used: &[usize],
         loads: &[CgroupLoad],
-        runnable: &[CgroupSums],
         shares: &[f64],
     ) {
-        let now = std::time::Instant::now();
-        let secs = self
-            .last_at
-            .map_or(0.0, |t| now.duration_since(t).as_secs_f64());
-        self.last_at = Some(now);
-        let mut base = HashMap::with_capacity(used.len());
         let mut view = HashMap::with_capacity(used.len());
         for (at, &slot) in used.iter().enumerate() {
             let cg = &slots[slot];
-            let run = runnable.get(slot).map_or(0, |s| s.run_ns);
-            let from = *self.run_base.get(&cg.cgid).unwrap_or(&run);
-            base.insert(cg.cgid, from);
-            let run_ns = run.saturating_sub(from);
-            let cpus_used = match self.view.get(&cg.cgid) {
-                Some(old) if secs > 0.0 => {
-                    let now = run_ns.saturating_sub(old.run_ns) as f64 / 1e9 / secs;
-                    old.cpus_used + USED_SMOOTHING * (now - old.cpus_used)
-                }
-                _ => 0.0,
-            };
+            let old = self.view.get(&cg.cgid);
             view.insert(
                 cg.cgid,
                 CgroupView {
@@ -277,13 +279,38 @@ impl Contract {
                     weight: cg.weight,
                     cap: loads[at].cap,
                     entitled: shares[at],
-                    run_ns,
-                    cpus_used,
+                    run_ns: old.map_or(0, |o| o.run_ns),
+                    cpus_used: old.map_or(0.0, |o| o.cpus_used),
                 },
             );
         }
-        self.run_base = base;
         self.view = view;
+    }
+
+    /// Each cgroup's run time (`run`: per slot, from
+    /// cgroup_table::CgroupTable::run_ns), counted from when its id was
+    /// first seen in its slot (a slot's counter goes on from the cgroup
+    /// that had it before), and its smoothed CPU use, for the statistics.
+    pub(crate) fn note_run(&mut self, run: &[u64]) {
+        let now = std::time::Instant::now();
+        let secs = self
+            .last_run_at
+            .map_or(0.0, |t| now.duration_since(t).as_secs_f64());
+        self.last_run_at = Some(now);
+        let alpha = smoothing(secs, USED_TAU_S);
+        let mut base = HashMap::with_capacity(self.view.len());
+        for (&cgid, v) in self.view.iter_mut() {
+            let total = run.get(v.slot).copied().unwrap_or(0);
+            let from = *self.run_base.get(&cgid).unwrap_or(&total);
+            base.insert(cgid, from);
+            let run_ns = total.saturating_sub(from);
+            if secs > 0.0 {
+                let now = run_ns.saturating_sub(v.run_ns) as f64 / 1e9 / secs;
+                v.cpus_used += alpha * (now - v.cpus_used);
+            }
+            v.run_ns = run_ns;
+        }
+        self.run_base = base;
     }
 }
 
@@ -313,16 +340,12 @@ mod tests {
             slot(7, 0, 100),
             slot(8, 0, 300),
         ];
-        let sums = |weight, nr| CgroupSums {
-            weight,
-            nr,
-            run_ns: 0,
-        };
+        let sums = |weight, nr| CgroupSums { weight, nr };
         let runnable = vec![sums(0, 0), sums(0, 0), sums(1600, 16), sums(2400, 24)];
         let mut ctl = vec![sp_cg_ctl::default(); slots.len()];
         let mut c = Contract::default();
         for _ in 0..100 {
-            c.refresh(&slots, &mut ctl, &runnable, 8.0);
+            c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         }
         // Entitlements 2 and 6 CPUs: 800 and 400 per CPU.
         let one = RATE_ONE as f64;
@@ -345,7 +368,7 @@ mod tests {
         // Gone: the next reading forgets it.
         slots[3].cgid = 0;
         slots[3].slot_gen = 2;
-        c.refresh(&slots, &mut ctl, &runnable, 8.0);
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         assert!(!c.load.contains_key(&8));
     }
 
@@ -364,12 +387,12 @@ mod tests {
         slots[3].quota_us = 50_000;
         let runnable = vec![CgroupSums::default(); 5];
         let mut ctl = vec![sp_cg_ctl::default(); slots.len()];
-        Contract::default().refresh(&slots, &mut ctl, &runnable, 8.0);
+        Contract::default().refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         let caps: Vec<u32> = ctl.iter().map(|s| s.cap_up).collect();
         assert_eq!(caps, vec![none, 1, 1, 3, none]);
         // cpu.idle on a: it and everything below it.
         slots[1].idle = 1;
-        Contract::default().refresh(&slots, &mut ctl, &runnable, 8.0);
+        Contract::default().refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         let idle: Vec<u32> = ctl.iter().map(|s| s.idle_under).collect();
         assert_eq!(idle, vec![0, 1, 1, 1, 0]);
         // A cycle in bad input ends.
@@ -406,13 +429,12 @@ mod tests {
         let sums = |nr: i64| CgroupSums {
             weight: 100 * nr,
             nr,
-            run_ns: 0,
         };
         let runnable = vec![sums(0), sums(4), sums(4), sums(8)];
         let mut ctl = vec![sp_cg_ctl::default(); slots.len()];
         let mut c = Contract::default();
         for _ in 0..100 {
-            c.refresh(&slots, &mut ctl, &runnable, 8.0);
+            c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         }
         let entitled = |cgid| c.view[&cgid].entitled;
         // a (with a1) 2 CPUs, b 6: b's 8 threads could use 8.
@@ -437,15 +459,11 @@ mod tests {
         // root (0) -> a (1, capped at 1 CPU, busy).
         let mut slots = vec![slot(1, none, 100), slot(2, 0, 100)];
         slots[1].quota_us = 100_000;
-        let busy = CgroupSums {
-            weight: 400,
-            nr: 4,
-            run_ns: 0,
-        };
+        let busy = CgroupSums { weight: 400, nr: 4 };
         let runnable = vec![CgroupSums::default(), busy];
         let mut ctl = vec![sp_cg_ctl::default(); 2];
         let mut c = Contract::default();
-        c.refresh(&slots, &mut ctl, &runnable, 8.0);
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         assert_eq!((ctl[1].slot_gen, ctl[1].cap_up), (1, 1));
         let fields = |c: &sp_cg_ctl| (c.slot_gen, c.rate, c.cap_up, c.idle_under);
         let was = fields(&ctl[1]);
@@ -454,11 +472,11 @@ mod tests {
         slots[1].slot_gen = 2;
         slots[1].cgid = 3;
         slots[1].quota_us = u64::MAX;
-        c.refresh(&slots, &mut ctl, &runnable, 8.0);
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         assert_eq!(fields(&ctl[1]), was);
         // b is set up (3): its own values, under its own generation.
         slots[1].slot_gen = 3;
-        c.refresh(&slots, &mut ctl, &runnable, 8.0);
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
         assert_eq!((ctl[1].slot_gen, ctl[1].cap_up), (3, none));
     }
 

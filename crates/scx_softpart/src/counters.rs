@@ -2,7 +2,7 @@
 //! (src/bpf/stats.bpf.h), so that counting shares no cache line between
 //! CPUs; this sums them, by group and by partition.
 
-use crate::bpf_intf::{sp_cg_runnable, sp_cpu_stats, sp_group_stats, sp_hist};
+use crate::bpf_intf::{sp_cpu_stats, sp_group_stats, sp_hist};
 use crate::bpf_skel::BpfMaps;
 use crate::stats::RawCounters;
 use libbpf_rs::{MapCore, MapFlags};
@@ -133,74 +133,4 @@ pub(crate) fn reset_group(maps: &BpfMaps, slot: u32) -> anyhow::Result<()> {
     maps.group_hists
         .update_percpu(&key, &zeros(size_of::<sp_hist>()), MapFlags::ANY)?;
     Ok(())
-}
-
-/// One cgroup slot's per-CPU counters summed over the CPUs.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct CgroupSums {
-    /// Its runnable tasks' summed weight.
-    pub weight: i64,
-    /// Its runnable tasks.
-    pub nr: i64,
-    /// CPU time its tasks ran, since the slot's first use.
-    pub run_ns: u64,
-}
-
-/// The per-CPU counters of cgroup slots 0..`slots` summed over the CPUs,
-/// in one batched read of the per-CPU map: a read per slot would cost a
-/// system call for each of hundreds of cgroups every period.
-pub(crate) fn cgroup_runnable(maps: &BpfMaps, slots: usize) -> Vec<CgroupSums> {
-    use libbpf_rs::libbpf_sys;
-    use std::os::fd::{AsFd, AsRawFd};
-
-    let map = &maps.cg_runnable;
-    let slots = slots.min(map.max_entries() as usize);
-    if slots == 0 {
-        return Vec::new();
-    }
-    let Ok(ncpus) = libbpf_rs::num_possible_cpus() else {
-        return Vec::new();
-    };
-    // Per-CPU values come 8-byte aligned, one per possible CPU.
-    let stride = (size_of::<sp_cg_runnable>() + 7) & !7;
-    let mut keys = vec![0u32; slots];
-    let mut values = vec![0u8; slots * ncpus * stride];
-    let mut out_batch = 0u32;
-    let mut count = slots as u32;
-    let opts = libbpf_sys::bpf_map_batch_opts {
-        sz: size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
-        ..Default::default()
-    };
-    // SAFETY: the buffers hold `count` keys and `count` per-CPU values,
-    // as the kernel writes them for a per-CPU array.
-    let ret = unsafe {
-        libbpf_sys::bpf_map_lookup_batch(
-            map.as_fd().as_raw_fd(),
-            std::ptr::null_mut(),
-            (&raw mut out_batch).cast(),
-            keys.as_mut_ptr().cast(),
-            values.as_mut_ptr().cast(),
-            &mut count,
-            &opts,
-        )
-    };
-    // The whole array in one call: it returns ENOENT for "no more".
-    if ret != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOENT) {
-        return Vec::new();
-    }
-    let mut sums = vec![CgroupSums::default(); slots];
-    for (i, &key) in keys.iter().enumerate().take(count as usize) {
-        let Some(sum) = sums.get_mut(key as usize) else {
-            continue;
-        };
-        for cpu in 0..ncpus {
-            let at = (i * ncpus + cpu) * stride;
-            if let Some(v) = read::<sp_cg_runnable>(&values[at..]) {
-                sum.weight += v.weight;
-                sum.nr += v.nr;
-                sum.run_ns += v.run_ns;
-            }
-        }
-    }
-    sums
 }

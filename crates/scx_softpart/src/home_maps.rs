@@ -28,7 +28,7 @@ impl Scheduler<'_> {
                 cpus: cpus.clone(),
                 softness,
             },
-            || referenced_homes(maps),
+            || referenced_homes(maps, &mut self.traffic),
         )?;
         let id = assigned.id;
         if assigned.new
@@ -153,11 +153,16 @@ impl Scheduler<'_> {
 }
 
 /// Home ids some task or cgroup entry in the fast path still refers to.
-pub(crate) fn referenced_homes(maps: &BpfMaps) -> BTreeSet<u32> {
+pub(crate) fn referenced_homes(
+    maps: &BpfMaps,
+    traffic: &mut crate::traffic::MapTraffic,
+) -> BTreeSet<u32> {
     let mut used = BTreeSet::new();
     for map in [&maps.task_homes, &maps.cgroup_homes] {
         for key in map.keys() {
+            traffic.read::<u8>(key.len());
             if let Some(id) = Scheduler::lookup_u32(map, &key) {
+                traffic.read::<u32>(1);
                 used.insert(id);
             }
         }

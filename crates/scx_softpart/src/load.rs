@@ -178,7 +178,7 @@ pub(crate) fn open_skel<'a>(
             rodata.cpu_core[cpu] = layout.machine.core[cpu] as u32;
             // CPUs of no known LLC or node get ids of their own.
             rodata.cpu_llc[cpu] = layout.machine.llc_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
-            rodata.cpu_node[cpu] = layout.machine.node_of(cpu).unwrap_or(1 << 16 | cpu) as u32;
+            rodata.cpu_node[cpu] = cpu_node_id(layout.machine, cpu);
         }
     }
     let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
@@ -191,6 +191,12 @@ pub(crate) fn open_skel<'a>(
 }
 
 /// The attachment's log line: what the fast path was given and chose.
+/// The node id the fast path is given for @cpu: a CPU offline at the
+/// attachment has no known node, and gets an id of its own past any node.
+pub(crate) fn cpu_node_id(machine: &Machine, cpu: usize) -> u32 {
+    machine.node_of(cpu).unwrap_or(1 << 16 | cpu) as u32
+}
+
 pub(crate) fn log_attached(opts: &Opts, kernel_pick: bool, idle_per_node: bool) {
     info!(
         "attached at uptime {:.2} s; softness {}; steals deferred up to {} us \

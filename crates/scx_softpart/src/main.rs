@@ -9,6 +9,7 @@ mod balancer;
 mod bpf_intf;
 mod bpf_skel;
 mod cgroup_scan;
+mod cgroup_table;
 mod cli;
 mod contract;
 mod control;
@@ -28,6 +29,7 @@ mod report;
 mod requests;
 mod state;
 mod stats;
+mod traffic;
 
 use anyhow::{Context, Result, bail};
 use bpf_skel::*;
@@ -264,6 +266,22 @@ struct Scheduler<'a> {
     softness: Softness,
     /// The cgroup CPU contract: each cgroup's smoothed load.
     contract: contract::Contract,
+    /// The copy of the fast path's cgroup slot table, and its loads.
+    cgroup_table: cgroup_table::CgroupTable,
+    last_contract_at: std::time::Instant,
+    /// The bytes read from and written to the fast path's maps.
+    traffic: traffic::MapTraffic,
+    /// The softness and steal flags per home id as last written (the
+    /// fast path only reads them), so that only changes are written.
+    allowed_written: Vec<u32>,
+    steal_written: Vec<u32>,
+    /// When the scheduler attached, and the main loop's CPU time then.
+    attached_at: std::time::Instant,
+    cpu_at_attach: u64,
+    /// The main loop's CPU time by phase.
+    phase_cpu: traffic::PhaseCpu,
+    /// The fast path's count of cgroup tree changes at the last walk.
+    cgroup_tree_seen: Option<u64>,
     /// Per home id, whether its tenants are entitled beyond its CPUs, as
     /// last written to the fast path (`entitled_beyond`).
     short_homes: Vec<bool>,
@@ -281,6 +299,11 @@ struct Scheduler<'a> {
 
 /// How often utilisation and the softness flags are refreshed.
 const SOFTNESS_PERIOD: Duration = Duration::from_millis(20);
+/// How often the cgroups' loads are read and their charge rates set, at
+/// the latest: the rates follow loads smoothed over about this long
+/// anyway, and a pass reads every cgroup's load and solves the whole
+/// tree (docs/decisions.md). A change of a contract runs one at once.
+const CONTRACT_PERIOD: Duration = Duration::from_millis(200);
 /// How often the cgroup tree is walked for new and removed cgroups.
 const CGROUP_SCAN_PERIOD: Duration = Duration::from_secs(1);
 /// A balanced group moves only if that lowers the busiest partition's load
@@ -359,6 +382,9 @@ impl<'a> Scheduler<'a> {
         load::log_attached(opts, kernel_pick, idle_per_node);
         let nr = machine.sibling.len();
         let parts_len = parts.len();
+        let cpu_nodes: Vec<u32> = (0..nr_cpu_ids)
+            .map(|c| load::cpu_node_id(&machine, c))
+            .collect();
         let mut sched = Self {
             skel,
             link: Some(link),
@@ -384,6 +410,15 @@ impl<'a> Scheduler<'a> {
             calls,
             softness: opts.softness,
             contract: contract::Contract::default(),
+            cgroup_table: cgroup_table::CgroupTable::new(cpu_nodes.into_iter()),
+            allowed_written: vec![0; homes::MAX_HOMES],
+            steal_written: vec![0; homes::MAX_HOMES],
+            attached_at: std::time::Instant::now(),
+            cpu_at_attach: traffic::thread_cpu_ns(),
+            phase_cpu: Default::default(),
+            cgroup_tree_seen: None,
+            last_contract_at: std::time::Instant::now(),
+            traffic: Default::default(),
             short_homes: vec![false; homes::MAX_HOMES],
             util: vec![0.0; nr],
             last_busy: vec![0; nr],
@@ -421,26 +456,37 @@ impl<'a> Scheduler<'a> {
                 // SIGHUP: the verdict goes to the log and the metrics.
                 let _ = self.reload();
             }
+            let mut at = traffic::thread_cpu_ns();
             if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
                 self.refresh_softness();
-                self.refresh_contract();
+                at = self.phase_cpu.add("softness", at);
+            }
+            if self.refresh_contract() {
+                at = self.phase_cpu.add("contract", at);
             }
             if self.last_scan.elapsed() >= CGROUP_SCAN_PERIOD {
                 // Always: the statistics name cgroups by path, and a
                 // cgroup setting this kernel does not hand over is named
                 // when its cgroup is found.
-                self.scan_cgroups();
+                if self.cgroup_tree_moved() {
+                    self.scan_cgroups();
+                    self.phase_cpu.count("cgroup_walks");
+                }
+                at = self.phase_cpu.add("cgroup_scan", at);
                 self.check_limits();
+                self.note_cgroup_run();
                 // Groups of threads that have all ended give up their id.
-                let used = referenced_homes(&self.skel.maps);
+                let used = referenced_homes(&self.skel.maps, &mut self.traffic);
                 self.homes.release_unreferenced(&used);
                 self.sample_homes();
                 self.update_status();
                 self.last_scan = std::time::Instant::now();
+                at = self.phase_cpu.add("samples", at);
             }
             if self.last_balance.elapsed() >= self.balance_period && !self.balance_rules.is_empty()
             {
                 self.balance();
+                at = self.phase_cpu.add("balancer", at);
             }
             while stats_rx.try_recv().is_ok() {
                 stats_tx.send(self.snapshot())?;
@@ -448,6 +494,7 @@ impl<'a> Scheduler<'a> {
             while let Some(reply) = self.metrics.as_ref().and_then(|rx| rx.try_recv().ok()) {
                 let _ = reply.send(self.snapshot());
             }
+            self.phase_cpu.add("requests", at);
             match self.calls.recv_timeout(SOFTNESS_PERIOD) {
                 Ok(call) => {
                     let changes = call.req.changes_homes();
@@ -469,32 +516,64 @@ impl<'a> Scheduler<'a> {
         uei_report!(&self.skel, uei)
     }
 
-    /// Each cgroup's charge rate, from its load and contract.
-    fn refresh_contract(&mut self) {
+    /// Each cgroup's charge rate, from its load and contract: every
+    /// CONTRACT_PERIOD, and at once when a cgroup callback changed the
+    /// slot table (a cgroup made or removed, a weight or cap written).
+    /// True if it ran.
+    fn refresh_contract(&mut self) -> bool {
         let cpus = self.machine.cpus.len() as f64;
-        // Slots are given lowest first: read up to the last one in use.
-        let used = self.skel.maps.bss_data.as_ref().map_or(0, |bss| {
-            bss.cgroups
-                .iter()
-                .rposition(|c| c.cgid != 0)
-                .map_or(0, |i| i + 1)
-        });
-        let runnable = counters::cgroup_runnable(&self.skel.maps, used);
-        if let Some(bss) = self.skel.maps.bss_data.as_mut() {
-            self.contract.refresh(
-                &bss.cgroups[..used],
-                &mut bss.cg_ctl[..used],
-                &runnable,
-                cpus,
-            );
+        let Some(bss) = self.skel.maps.bss_data.as_mut() else {
+            return false;
+        };
+        let moved = self.cgroup_table.refresh(bss, &mut self.traffic);
+        if moved {
+            self.phase_cpu.count("cgroup_table_copies");
         }
-        self.refresh_short_homes(used);
+        if !moved && self.last_contract_at.elapsed() < CONTRACT_PERIOD {
+            return false;
+        }
+        let secs = self.last_contract_at.elapsed().as_secs_f64();
+        self.last_contract_at = std::time::Instant::now();
+        let runnable = self.cgroup_table.loads(bss, &mut self.traffic);
+        let slots = self.cgroup_table.slots();
+        let used = slots.len();
+        let written = self
+            .contract
+            .refresh(slots, &mut bss.cg_ctl[..used], &runnable, cpus, secs);
+        self.traffic.wrote::<bpf_skel::types::sp_cg_ctl>(written);
+        self.refresh_short_homes();
+        true
+    }
+
+    /// Whether a cgroup was made, removed or renamed since the last call
+    /// (the fast path's tracepoints count them): the walk of the tree
+    /// is for those alone.
+    fn cgroup_tree_moved(&mut self) -> bool {
+        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
+            return true;
+        };
+        // SAFETY: an aligned u64 of the mapped .bss, written whole.
+        let now = unsafe { std::ptr::read_volatile(&bss.cgroup_tree_changes) };
+        std::sync::atomic::fence(Ordering::Acquire);
+        self.traffic.read::<u64>(1);
+        let moved = self.cgroup_tree_seen != Some(now);
+        self.cgroup_tree_seen = Some(now);
+        moved
+    }
+
+    /// Each cgroup's CPU time, for the statistics: once a second.
+    fn note_cgroup_run(&mut self) {
+        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
+            return;
+        };
+        let run = self.cgroup_table.run_ns(bss, &mut self.traffic);
+        self.contract.note_run(&run);
     }
 
     /// Which homes' tenants are entitled to more than their CPUs
     /// (softpart_core::home_contract): their tasks then compete by vtime
     /// with other homes' owners. Written only where a flag changed.
-    fn refresh_short_homes(&mut self, used: usize) {
+    fn refresh_short_homes(&mut self) {
         let Some(bss) = self.skel.maps.bss_data.as_mut() else {
             return;
         };
@@ -503,7 +582,9 @@ impl<'a> Scheduler<'a> {
             .iter()
             .filter_map(|(&cgid, label)| Some((cgid, self.homes.find(label)?)))
             .collect();
-        let entitled = self.contract.entitled_by_home(&bss.cgroups[..used], &homed);
+        let entitled = self
+            .contract
+            .entitled_by_home(self.cgroup_table.slots(), &homed);
         let ids: Vec<u32> = self.homes.iter().map(|(id, _)| id).collect();
         let demands: Vec<HomeDemand> = self
             .homes
@@ -529,6 +610,7 @@ impl<'a> Scheduler<'a> {
             {
                 *flag = is as u32;
                 *old = is;
+                self.traffic.wrote::<u32>(1);
                 let label = self.homes.get(id as u32).map_or("?", |h| h.label.as_str());
                 let total = entitled.get(&(id as u32)).copied().unwrap_or(0.0);
                 info!(
@@ -551,24 +633,34 @@ impl<'a> Scheduler<'a> {
         let Some(bss) = self.skel.maps.bss_data.as_mut() else {
             return;
         };
-        for cpu in 0..self.util.len().min(bss.cpu_ctxs.len()) {
+        let n = self.util.len().min(bss.cpu_ctxs.len());
+        for cpu in 0..n {
             let busy = bss.cpu_ctxs[cpu].busy_ns;
             let delta = busy.saturating_sub(self.last_busy[cpu]);
             self.last_busy[cpu] = busy;
             self.util[cpu] = smooth_util(self.util[cpu], delta, period, 0.5);
         }
+        self.traffic.read::<u64>(n);
         let all = mean_util(&self.util, self.machine.cpus.iter());
+        let mut written = 0;
         for (id, home) in self.homes.iter() {
             let flag = home
                 .softness
                 .unwrap_or(self.softness)
-                .allowed_first(mean_util(&self.util, home.cpus.iter()), all);
-            if let Some(slot) = bss.allowed_first.get_mut(id as usize) {
-                *slot = flag as u32;
+                .allowed_first(mean_util(&self.util, home.cpus.iter()), all)
+                as u32;
+            if let (Some(slot), Some(was)) = (
+                bss.allowed_first.get_mut(id as usize),
+                self.allowed_written.get_mut(id as usize),
+            ) && *was != flag
+            {
+                *slot = flag;
+                *was = flag;
+                written += 1;
             }
         }
         // Every home's flag, so that an id given to another home since
-        // does not keep a balanced group's.
+        // does not keep a balanced group's; written where it changed.
         let mut steal_now = vec![0u32; bss.steal_now.len()];
         for g in self.balancer.groups.values() {
             let over = g.part.and_then(|p| self.balancer.overfull.get(p).copied());
@@ -578,7 +670,19 @@ impl<'a> Scheduler<'a> {
                 *slot = 1;
             }
         }
-        bss.steal_now.copy_from_slice(&steal_now);
+        for ((slot, was), want) in bss
+            .steal_now
+            .iter_mut()
+            .zip(self.steal_written.iter_mut())
+            .zip(steal_now)
+        {
+            if *was != want {
+                *slot = want;
+                *was = want;
+                written += 1;
+            }
+        }
+        self.traffic.wrote::<u32>(written);
     }
 
     /// Time charged to tasks on these CPUs since the attachment.

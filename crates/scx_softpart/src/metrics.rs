@@ -69,6 +69,19 @@ pub const FAMILIES: &[Family] = &[
         "attachments after the first (the kernel detaches the scheduler at a CPU hotplug)",
         Counter,
     ),
+    fam(
+        "softpart_control_cpu_seconds",
+        "CPU time of the control plane's main loop since the scheduler attached",
+        Counter,
+    ),
+    with(
+        fam(
+            "softpart_control_map_bytes",
+            "bytes the control plane's periodic work read from and wrote to the BPF maps (direction: read, written), since the scheduler attached",
+            Counter,
+        ),
+        &["direction"],
+    ),
     with(
         fam(
             "softpart_config_reloads",
@@ -371,6 +384,13 @@ impl Collector for Scrape {
                 ),
                 "softpart_attached" => gauge!(NO_LABELS, i64::from(service.attached)),
                 "softpart_restarts" => counter!(NO_LABELS, u64::from(service.restarts)),
+                "softpart_control_cpu_seconds" => me
+                    .encode_family(&NO_LABELS)?
+                    .encode_counter::<NoLabelSet, _, u64>(&service.cost.cpu_s, None)?,
+                "softpart_control_map_bytes" => {
+                    counter!([("direction", "read")], service.cost.map_read_bytes);
+                    counter!([("direction", "written")], service.cost.map_written_bytes);
+                }
                 "softpart_config_reloads" => {
                     if let Some(r) = &service.reloads {
                         counter!([("result", "applied")], r.applied);
@@ -617,6 +637,13 @@ mod tests {
                 attached: true,
                 restarts: 0,
                 reloads: Some(crate::reload::Reloads::started(1_700_000_000.0)),
+                cost: softpart_core::control::ControlCost {
+                    secs: 10.0,
+                    cpu_s: 0.25,
+                    map_read_bytes: 4096,
+                    map_written_bytes: 64,
+                    ..Default::default()
+                },
             },
             ..Default::default()
         };
@@ -780,6 +807,8 @@ mod tests {
         for line in [
             "softpart_group_run_seconds_total{group=\"/db\",where=\"home\"} 3.0",
             "softpart_group_locality_ratio{group=\"/db\"} 0.75",
+            "softpart_control_cpu_seconds_total 0.25",
+            "softpart_control_map_bytes_total{direction=\"read\"} 4096",
             "softpart_group_spills_total{group=\"/db\"} 5",
             "softpart_group_migrations_total{group=\"/db\",distance=\"xnode\"} 4",
             "softpart_group_run_delay_seconds_count{group=\"/db\"} 2",

@@ -49,7 +49,7 @@ use softpart_core::cpulist;
 impl Scheduler<'_> {
     /// Takes each homed group's counters, for `softpart stat`'s rates.
     pub(crate) fn sample_homes(&mut self) {
-        let groups = self
+        let groups: BTreeMap<String, stats::RawCounters> = self
             .homes
             .iter()
             .map(|(id, home)| {
@@ -59,6 +59,10 @@ impl Scheduler<'_> {
                 )
             })
             .collect();
+        // Each home's counters, one copy per possible CPU.
+        self.traffic.read::<crate::bpf_intf::sp_group_stats>(
+            groups.len() * libbpf_rs::num_possible_cpus().unwrap_or(1),
+        );
         self.home_samples.prev = self.home_samples.last.take();
         self.home_samples.last = Some((monotonic_ns(), groups));
     }
@@ -108,6 +112,19 @@ impl Scheduler<'_> {
             tenants: self.tenants(),
             homes: self.home_samples.rates(),
             limits: self.limits.view(&crate::limits::all()),
+            cost: self.cost(),
+        }
+    }
+
+    /// The control plane's cost since the attachment (traffic.rs).
+    pub(crate) fn cost(&self) -> softpart_core::control::ControlCost {
+        softpart_core::control::ControlCost {
+            secs: self.attached_at.elapsed().as_secs_f64(),
+            cpu_s: crate::traffic::thread_cpu_ns().saturating_sub(self.cpu_at_attach) as f64 / 1e9,
+            map_read_bytes: self.traffic.read,
+            map_written_bytes: self.traffic.written,
+            cpu_s_by_phase: self.phase_cpu.secs(),
+            runs: self.phase_cpu.runs(),
         }
     }
 
@@ -197,6 +214,7 @@ impl Scheduler<'_> {
                 attached: true,
                 restarts: self.restarts,
                 reloads: Some(self.reloads.clone()),
+                cost: self.cost(),
             },
             ..Default::default()
         };

@@ -99,6 +99,8 @@ pub struct ServiceState {
     /// Attachments after the first (the kernel detaches for a CPU hotplug).
     pub restarts: u32,
     pub reloads: Option<crate::reload::Reloads>,
+    /// The control plane's own cost since the attachment.
+    pub cost: softpart_core::control::ControlCost,
 }
 
 /// Everything a report is computed from, taken at one instant.

@@ -90,6 +90,7 @@ mod tests {
             tenants: Vec::new(),
             homes: Vec::new(),
             limits: Vec::new(),
+            cost: Default::default(),
         }
     }
 

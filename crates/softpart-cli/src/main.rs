@@ -236,6 +236,17 @@ fn stat_table(v: &StatView) -> String {
         "held: {} thread homes, {} cgroup homes, {} home ids, {} balanced cgroups, {} cgroup slots; {} restarts",
         h.task_homes, h.cgroup_homes, h.home_ids, h.balanced, h.cgroup_slots, h.restarts
     );
+    let c = &v.cost;
+    if c.secs > 0.0 {
+        let _ = writeln!(
+            out,
+            "control plane: {:.2}% of a CPU, BPF maps read {:.1} KB/s, written {:.1} KB/s (over {:.0} s)",
+            100.0 * c.cpu_s / c.secs,
+            c.map_read_bytes as f64 / 1e3 / c.secs,
+            c.map_written_bytes as f64 / 1e3 / c.secs,
+            c.secs
+        );
+    }
     for l in &v.limits {
         let _ = writeln!(
             out,
@@ -418,6 +429,13 @@ mod tests {
                 away_with_room_s: 0.0,
             }],
             held: Default::default(),
+            cost: softpart_core::control::ControlCost {
+                secs: 10.0,
+                cpu_s: 0.05,
+                map_read_bytes: 2_000_000,
+                map_written_bytes: 10_000,
+                ..Default::default()
+            },
             homes: vec![softpart_core::control::HomeMovesView {
                 label: "/bench/g0".into(),
                 spills_per_s: 2.0,
@@ -464,6 +482,12 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("PART-1 4-7 1.70 4.00\n"), "{t}");
+        assert!(
+            t.contains(
+                "control plane: 0.50% of a CPU, BPF maps read 200.0 KB/s, written 1.0 KB/s (over 10 s)\n"
+            ),
+            "{t}"
+        );
         let over: Vec<&str> = t.lines().filter(|l| l.starts_with("over-full")).collect();
         assert_eq!(over.len(), 1, "{t}");
         assert!(over[0].ends_with(": PART-0 (1.44x)"), "{t}");

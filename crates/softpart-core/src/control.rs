@@ -127,6 +127,32 @@ pub struct StatView {
     /// Tables that were full and turned something away (limits::Limits).
     #[serde(default)]
     pub limits: Vec<crate::limits::LimitView>,
+    /// What the control plane's own work has cost since it attached.
+    #[serde(default)]
+    pub cost: ControlCost,
+}
+
+/// What the control plane's periodic work costs: its main loop's CPU
+/// time and the bytes it read from and wrote to the BPF maps (counted by
+/// itself, as most go through the mmap of the scheduler's data), since
+/// the scheduler attached.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ControlCost {
+    /// Seconds since the attachment.
+    pub secs: f64,
+    /// CPU time of the control plane's main loop, seconds.
+    pub cpu_s: f64,
+    pub map_read_bytes: u64,
+    pub map_written_bytes: u64,
+    /// The main loop's CPU time by phase (softness, contract,
+    /// cgroup_scan, samples, balancer, requests), seconds.
+    #[serde(default)]
+    pub cpu_s_by_phase: std::collections::BTreeMap<String, f64>,
+    /// How many times each phase ran, and how many times the copy of
+    /// the cgroup slot table was taken (cgroup_table_copies) and the
+    /// cgroup tree walked (cgroup_walks).
+    #[serde(default)]
+    pub runs: std::collections::BTreeMap<String, u64>,
 }
 
 /// One homed group's moves over the last second (`softpart stat`).

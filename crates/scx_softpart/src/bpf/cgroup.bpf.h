@@ -2,7 +2,8 @@
 /*
  * The cgroup CPU contract: each cgroup of the cpu controller gets a slot
  * (ops.cgroup_init), where the fast path keeps what the kernel hands over
- * (cpu.weight, cpu.max) and per CPU the weight of its runnable tasks. The
+ * (cpu.weight, cpu.max) and, per NUMA node, the weight of its runnable
+ * tasks and the CPU time they ran. The
  * control plane turns that into each cgroup's charge rate (softpart_core::
  * shares): tasks are charged on the vtime clock at
  *
@@ -32,12 +33,31 @@ struct {
 	__type(value, struct cg_ctx);
 } cg_ctxs SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SP_MAX_CGROUPS);
-	__type(key, u32);
-	__type(value, struct sp_cg_runnable);
-} cg_runnable SEC(".maps");
+/*
+ * Bumped after every change the cgroup callbacks make to the slot table
+ * (a slot taken or freed, a weight, cpu.max or cpu.idle written): the
+ * control plane copies the table again only when it moved. Written by
+ * cgroup callbacks only, never on a scheduling path.
+ */
+u64 cgroups_changed;
+/* One past the highest slot ever taken: the control plane copies that much. */
+u32 cgroups_used;
+
+/*
+ * Bumped at every mkdir, rmdir and rename in the cgroup tree, of any
+ * controller (the tracepoints below main.bpf.c's callbacks): the control
+ * plane walks the tree for new and removed cgroups only when it moved.
+ */
+u64 cgroup_tree_changes;
+
+/*
+ * The load of each cgroup slot, per load domain (index: domain *
+ * SP_MAX_CGROUPS + slot), read by the control plane at its contract
+ * refresh: a few bytes a slot and domain, where per-CPU counters would be
+ * a few bytes a slot and CPU. The CPU time is apart, read once a second.
+ */
+struct sp_cg_load cg_loads[SP_LOAD_DOMAINS * SP_MAX_CGROUPS] __attribute__((aligned(64)));
+u64 cg_run_ns[SP_LOAD_DOMAINS * SP_MAX_CGROUPS] __attribute__((aligned(64)));
 
 static __always_inline struct sp_cgroup *cgroup_at(u32 slot)
 {
@@ -98,6 +118,21 @@ static u32 slot_of(struct cgroup *cgrp)
  * (under its cgroup lock), so a plain scan would do; the compare-and-swap
  * keeps a slot from being given twice even if it did not.
  */
+/*
+ * cgroup_init runs under the kernel's cgroup mutex, so the exchange meets
+ * no other writer; the bounded retry is for the verifier.
+ */
+static __always_inline void note_slot_used(u32 slot)
+{
+	u32 was, i;
+
+	bpf_for(i, 0, 16) {
+		was = READ_ONCE(cgroups_used);
+		if (was > slot || __sync_bool_compare_and_swap(&cgroups_used, was, slot + 1))
+			return;
+	}
+}
+
 static u32 claim_slot(u64 cgid)
 {
 	u32 i;
@@ -105,8 +140,10 @@ static u32 claim_slot(u64 cgid)
 	bpf_for(i, 0, SP_MAX_CGROUPS) {
 		struct sp_cgroup *cg = cgroup_at(i);
 
-		if (cg && !cg->cgid && __sync_bool_compare_and_swap(&cg->cgid, 0, cgid))
+		if (cg && !cg->cgid && __sync_bool_compare_and_swap(&cg->cgid, 0, cgid)) {
+			note_slot_used(i);
 			return i;
+		}
 	}
 	return SP_NO_CGROUP;
 }
@@ -139,30 +176,45 @@ static __always_inline u64 vtime_cost(u64 ns, u32 slot, u32 weight)
 	return ns * charge_rate(slot) / ((weight ? weight : 1) * SP_RATE_ONE);
 }
 
-/* Adds (@sign 1) or takes away (-1) a runnable task's weight, on this CPU. */
-static __always_inline void count_runnable(u32 slot, u32 weight, s64 sign)
+static __always_inline void cgroups_changed_now(void)
 {
-	struct sp_cg_runnable *cr;
+	__sync_fetch_and_add(&cgroups_changed, 1);
+}
+
+/* This CPU's entry of @slot in a per-domain table; SP_LOAD_DOMAINS * SP_MAX_CGROUPS if none. */
+static __always_inline u32 load_index(u32 slot)
+{
+	u32 domain = cpu_attr(cpu_node, bpf_get_smp_processor_id()) % SP_LOAD_DOMAINS;
 
 	if (slot >= SP_MAX_CGROUPS)
+		return SP_LOAD_DOMAINS * SP_MAX_CGROUPS;
+	return domain * SP_MAX_CGROUPS + slot;
+}
+
+/*
+ * Adds (@sign 1) or takes away (-1) a runnable task's weight, in this
+ * CPU's domain: atomically, as the other CPUs of the node share the line.
+ */
+static __always_inline void count_runnable(u32 slot, u32 weight, s32 sign)
+{
+	u32 i = load_index(slot);
+
+	if (i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
 		return;
-	cr = bpf_map_lookup_elem(&cg_runnable, &slot);
-	if (!cr)
-		return;
-	cr->weight += sign * weight;
-	cr->nr += sign;
+	barrier_var(i);
+	__sync_fetch_and_add(&cg_loads[i].weight, sign * (s32)weight);
+	__sync_fetch_and_add(&cg_loads[i].nr, sign);
 }
 
 /* @ns run by a task of cgroup @slot on this CPU, for the statistics. */
 static __always_inline void count_cgroup_run(u32 slot, u64 ns)
 {
-	struct sp_cg_runnable *cr;
+	u32 i = load_index(slot);
 
-	if (slot >= SP_MAX_CGROUPS)
+	if (i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
 		return;
-	cr = bpf_map_lookup_elem(&cg_runnable, &slot);
-	if (cr)
-		cr->run_ns += ns;
+	barrier_var(i);
+	__sync_fetch_and_add(&cg_run_ns[i], ns);
 }
 
 #endif /* __SOFTPART_CGROUP_BPF_H */

@@ -39,6 +39,12 @@ enum softpart_consts {
 	SP_MAX_CGROUPS = 2048,
 	SP_NO_CGROUP = SP_MAX_CGROUPS,
 	/*
+	 * The cgroups' load is counted per NUMA node, folded onto this many
+	 * domains (node id modulo): CPUs of one node add to their own lines;
+	 * past this many nodes, two nodes share a domain's lines.
+	 */
+	SP_LOAD_DOMAINS = 8,
+	/*
 	 * A cgroup's charge rate (sp_cg_ctl.rate) is in task weight per CPU,
 	 * times this: 100 (a nice-0 task) per CPU charges a nice-0 task its
 	 * run time as it is.
@@ -194,15 +200,14 @@ struct sp_cg_budget {
 };
 
 /*
- * Per cgroup slot, per CPU: runnable tasks' weights and count, added where
- * a task becomes runnable and taken away where it stops being so (maybe on
- * another CPU): only their sum over the CPUs means anything. And the CPU
- * time its tasks ran on that CPU.
+ * Per load domain, per cgroup slot: its runnable tasks' summed weight and
+ * count, added where a task becomes runnable and taken away where it stops
+ * being so (perhaps on another node): only the sum over the domains means
+ * anything.
  */
-struct sp_cg_runnable {
-	s64 weight;
-	s64 nr;
-	u64 run_ns;	/* CPU time its tasks ran here, summed (statistics) */
+struct sp_cg_load {
+	s32 weight;
+	s32 nr;
 };
 
 struct sp_hist {

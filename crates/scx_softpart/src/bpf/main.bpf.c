@@ -829,6 +829,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 	/* Last: the slot is this cgroup's once its generation is odd (it was even). */
 	barrier();
 	WRITE_ONCE(cg->slot_gen, cg->slot_gen + 1);
+	cgroups_changed_now();
 	return 0;
 }
 
@@ -858,14 +859,17 @@ void BPF_STRUCT_OPS(softpart_cgroup_exit, struct cgroup *cgrp)
 	cg->parent = SP_NO_CGROUP;
 	/* Last: the slot is free once its id is 0. */
 	__sync_lock_test_and_set(&cg->cgid, 0);
+	cgroups_changed_now();
 }
 
 void BPF_STRUCT_OPS(softpart_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
 	struct sp_cgroup *cg = cgroup_at(slot_of(cgrp));
 
-	if (cg)
-		cg->weight = weight;
+	if (!cg)
+		return;
+	cg->weight = weight;
+	cgroups_changed_now();
 }
 
 /* cpu.idle written (6.19 and later). */
@@ -873,8 +877,10 @@ void BPF_STRUCT_OPS(softpart_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 {
 	struct sp_cgroup *cg = cgroup_at(slot_of(cgrp));
 
-	if (cg)
-		cg->idle = idle;
+	if (!cg)
+		return;
+	cg->idle = idle;
+	cgroups_changed_now();
 }
 
 /* cpu.max or cpu.max.burst written (6.17 and later). */
@@ -888,6 +894,7 @@ void BPF_STRUCT_OPS(softpart_cgroup_set_bandwidth, struct cgroup *cgrp, u64 peri
 		return;
 	set_bandwidth(cg, period_us, quota_us, burst_us);
 	budget_reset(slot, cg, true);
+	cgroups_changed_now();
 }
 
 static s32 new_mask(struct bpf_cpumask __kptr **slot)
@@ -1079,6 +1086,28 @@ int BPF_PROG(softpart_class_switch, bool preempt, struct task_struct *prev,
 	set_taken(cpu, 1);
 	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
 		scx_bpf_reenqueue_local_from_anywhere();
+	return 0;
+}
+
+/* The cgroup tree changed (cgroup_tree_changes). */
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(softpart_cgroup_mkdir, struct cgroup *cgrp, const char *path)
+{
+	__sync_fetch_and_add(&cgroup_tree_changes, 1);
+	return 0;
+}
+
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(softpart_cgroup_rmdir, struct cgroup *cgrp, const char *path)
+{
+	__sync_fetch_and_add(&cgroup_tree_changes, 1);
+	return 0;
+}
+
+SEC("tp_btf/cgroup_rename")
+int BPF_PROG(softpart_cgroup_rename, struct cgroup *cgrp, const char *path)
+{
+	__sync_fetch_and_add(&cgroup_tree_changes, 1);
 	return 0;
 }
 

@@ -89,7 +89,7 @@ struct task_ctx {
 	u32 queued_at_lead;
 	/* --diag: its queue's rounds (part_state.rounds) when it was queued */
 	u64 queued_round;
-	/* counted runnable in cg_runnable: in this slot, with this weight */
+	/* counted runnable in cg_loads: in this slot, with this weight */
 	u32 counted_slot;
 	u32 counted_weight;
 };
@@ -292,7 +292,7 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tc
 }
 
 /*
- * Keeps cg_runnable's count of @p right: counted once while runnable, in
+ * Keeps cg_loads' count of @p right: counted once while runnable, in
  * the slot and with the weight it was counted with, whatever changed since.
  */
 static __always_inline void runnable_on(struct task_struct *p, struct task_ctx *tctx)

@@ -11,6 +11,7 @@ mod holds;
 mod observer;
 mod placement;
 mod reliability;
+mod scale;
 mod service;
 mod waits;
 
@@ -42,6 +43,7 @@ fn tests() -> impl Iterator<Item = &'static (&'static str, Check)> {
         contract::TESTS,
         waits::TESTS,
         service::TESTS,
+        scale::TESTS,
     ]
     .into_iter()
     .flatten()
