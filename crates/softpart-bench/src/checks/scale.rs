@@ -14,7 +14,7 @@ const MAX_TRAFFIC: f64 = 1e6;
 
 fn control_plane_at_2000_cgroups(r: &Results) -> Result<String> {
     let run = r.run_of("cgroups-2000", "softpart")?;
-    let (_, _, log) = probe_of(run, "cat /tmp/tree.log")?;
+    let (_, _, log) = probe_of(run, "i=0; until grep")?;
     let made: usize = log
         .lines()
         .find_map(|l| l.strip_prefix("made "))
