@@ -45,7 +45,7 @@ u32 cgroups_used;
 
 /*
  * Bumped at every mkdir, rmdir and rename in the cgroup tree, of any
- * controller (the tracepoints below main.bpf.c's callbacks): the control
+ * controller (counted by tracepoints in main.bpf.c): the control
  * plane walks the tree for new and removed cgroups only when it moved.
  */
 u64 cgroup_tree_changes;
@@ -114,13 +114,9 @@ static u32 slot_of(struct cgroup *cgrp)
 }
 
 /*
- * A free slot for @cgid. The kernel announces cgroups one at a time
- * (under its cgroup lock), so a plain scan would do; the compare-and-swap
- * keeps a slot from being given twice even if it did not.
- */
-/*
- * cgroup_init runs under the kernel's cgroup mutex, so the exchange meets
- * no other writer; the bounded retry is for the verifier.
+ * Raises cgroups_used past @slot. cgroup_init runs under the kernel's
+ * cgroup mutex, so the exchange meets no other writer; the bounded retry
+ * is for the verifier.
  */
 static __always_inline void note_slot_used(u32 slot)
 {
@@ -133,6 +129,11 @@ static __always_inline void note_slot_used(u32 slot)
 	}
 }
 
+/*
+ * A free slot for @cgid. The kernel announces cgroups one at a time
+ * (under its cgroup lock), so a plain scan would do; the compare-and-swap
+ * keeps a slot from being given twice even if it did not.
+ */
 static u32 claim_slot(u64 cgid)
 {
 	u32 i;
