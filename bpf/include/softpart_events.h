@@ -72,11 +72,15 @@
 	SP_EVENT(XNODE_QUEUE_HOME, "cross-node moves: queued away from home, taken by a CPU of its home") \
 	SP_EVENT(XNODE_REHOME, "cross-node moves: its home moved (the balancer, a new home)") \
 	SP_EVENT(XNODE_OTHER, "cross-node moves: anything else (a first run)") \
-	SP_EVENT(SPILL_CLAIMED, "diag: spills while a home CPU was handed a task it did not run yet") \
 	SP_EVENT(PUT_BACK_SAME, "diag: held put-backs that ran next on the CPU they were held for") \
 	SP_EVENT(PUT_BACK_MOVED, "diag: held put-backs that ran next on another CPU") \
 	SP_EVENT(PASSED_SAME_CPU, "diag: visitors passed by a homeless task that ran next on that CPU") \
 	SP_EVENT(PASSED_SAME_NODE, "diag: ... on another CPU of its node") \
-	SP_EVENT(PASSED_CROSSED, "diag: ... on another node")
+	SP_EVENT(PASSED_CROSSED, "diag: ... on another node") \
+	SP_EVENT(CALLS_SELECT_CPU, "diag: select_cpu calls") \
+	SP_EVENT(CALLS_ENQUEUE, "diag: enqueue calls") \
+	SP_EVENT(CALLS_DISPATCH, "diag: dispatch calls") \
+	SP_EVENT(CPU_LINES_READ, "diag: other CPUs' state lines read to place a task or take a CPU back (idle and visitor candidates)") \
+	SP_EVENT(PART_HEADS_READ, "diag: other partitions' queue heads looked at")
 
 #endif /* __SOFTPART_EVENTS_H */

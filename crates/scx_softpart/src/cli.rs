@@ -52,12 +52,6 @@ pub(crate) struct Opts {
     #[arg(long)]
     pub(crate) no_idle_core: bool,
 
-    /// Look at no more than this many cores at home for an idle CPU, from a
-    /// rotating start (a bounded scan for very large homes); 0 = the whole
-    /// home.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
-    pub(crate) scan_cores: u32,
-
     /// Softness: "home-first" (default: wake at home whenever it has an
     /// idle CPU, spill only when it has none), or an ALLOWED:PREFERRED
     /// ratio, e.g. 100:1 or 5:4: search the whole allowed

@@ -150,14 +150,12 @@ pub(crate) fn open_skel<'a>(
     rodata.slice_ns = opts.slice_us * 1000;
     rodata.slice_lag_ns = opts.slice_lag_us * 1000;
     rodata.smt_enabled = layout.topo.smt_enabled && !opts.no_idle_core;
-    rodata.scan_cores = opts.scan_cores;
     // The kernel's pick always tries whole idle cores first: with
     // --no-idle-core (SIS_CORE off) our own search must run instead.
     rodata.kernel_pick = !opts.no_idle_core;
     let steal_defer_us = steal_defer_us(opts);
     rodata.steal_defer_ns = steal_defer_us * 1000;
     rodata.diag = opts.diag;
-    rodata.threads_per_core = layout.machine.threads_per_core as u32;
     if let Some(nodes) = &idle_nodes {
         // Distinct ids below max_nodes: they fit idle_nodes[].
         rodata.idle_per_node = true;

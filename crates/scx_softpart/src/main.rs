@@ -633,9 +633,9 @@ impl<'a> Scheduler<'a> {
         let Some(bss) = self.skel.maps.bss_data.as_mut() else {
             return;
         };
-        let n = self.util.len().min(bss.cpu_ctxs.len());
+        let n = self.util.len().min(bss.cpu_locals.len());
         for cpu in 0..n {
-            let busy = bss.cpu_ctxs[cpu].busy_ns;
+            let busy = bss.cpu_locals[cpu].busy_ns;
             let delta = busy.saturating_sub(self.last_busy[cpu]);
             self.last_busy[cpu] = busy;
             self.util[cpu] = smooth_util(self.util[cpu], delta, period, 0.5);
@@ -689,7 +689,7 @@ impl<'a> Scheduler<'a> {
     pub(crate) fn busy_ns(&self, cpus: &BTreeSet<usize>) -> u64 {
         self.skel.maps.bss_data.as_ref().map_or(0, |bss| {
             cpus.iter()
-                .filter_map(|&c| bss.cpu_ctxs.get(c))
+                .filter_map(|&c| bss.cpu_locals.get(c))
                 .map(|cc| cc.busy_ns)
                 .sum()
         })

@@ -14,7 +14,7 @@
 //! 1. prev, if idle and at home
 //! 2. an idle whole core at home (SMT only)
 //! 3. prev's SMT sibling, if idle and at home
-//! 4. an idle CPU at home (`--scan-cores` bounds this scan in the BPF version)
+//! 4. an idle CPU at home
 //! 5. a home CPU running a visitor (homed tasks only): owners first; only
 //!    a visitor whose own home has an idle CPU to go to
 //! 6. prev, if idle (away from home)

@@ -13,8 +13,6 @@ const volatile u32 nr_parts = 1;
 const volatile u64 slice_ns = 3000000ULL;
 const volatile u64 slice_lag_ns = 20000000ULL;
 const volatile bool smt_enabled = true;
-/* 0: search the whole home for an idle CPU; N: look at most at N cores. */
-const volatile u32 scan_cores = 0;
 /*
  * Spill through the kernel's scx_bpf_select_cpu_and() where it has one
  * (6.16 and later); off with --no-idle-core, as the kernel's pick always
@@ -41,7 +39,6 @@ const volatile bool idle_per_node;
 /* The nodes that have CPUs (any_idle() looks only at those). */
 const volatile u32 nr_idle_nodes;
 const volatile u32 idle_nodes[SP_MAX_NODES];
-const volatile u32 threads_per_core = 1;
 const volatile u32 cpu_part[SP_MAX_CPUS];
 /* One SMT sibling of each CPU (itself if none). */
 const volatile u32 cpu_sibling[SP_MAX_CPUS];

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Per-CPU scheduling state that other CPUs read (struct sp_cpu_ctx, one
- * cache line each): which CPU runs a visitor, which its owners just used,
- * which have per-CPU kthreads queued, and each CPU's busy time.
+ * Per-CPU scheduling state, one cache line per CPU in two tables: what
+ * other CPUs read (struct sp_cpu_ctx: higher classes, kthreads queued,
+ * idle since), and what a CPU writes at every stop and tick (struct
+ * sp_cpu_local: its busy time, when its owners last used it), so that
+ * those writes do not take lines other CPUs read. Which CPUs run visitors
+ * is visitor.bpf.h's.
  */
 #ifndef __SOFTPART_CPU_BPF_H
 #define __SOFTPART_CPU_BPF_H
 
 struct sp_cpu_ctx cpu_ctxs[SP_MAX_CPUS] __attribute__((aligned(64)));
+struct sp_cpu_local cpu_locals[SP_MAX_CPUS] __attribute__((aligned(64)));
 
 static __always_inline struct sp_cpu_ctx *cpu_ctx(s32 cpu)
 {
@@ -19,13 +23,14 @@ static __always_inline struct sp_cpu_ctx *cpu_ctx(s32 cpu)
 	return &cpu_ctxs[c];
 }
 
-/* @cpu runs a visitor whose home is partition @val - 1 (0: it does not). */
-static __always_inline void set_visitor(s32 cpu, u32 val)
+static __always_inline struct sp_cpu_local *cpu_local(s32 cpu)
 {
-	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+	u32 c = cpu;
 
-	if (cc && cc->visitor != val)
-		cc->visitor = val;
+	if (c >= SP_MAX_CPUS)
+		return NULL;
+	barrier_var(c);
+	return &cpu_locals[c];
 }
 
 /*
@@ -49,44 +54,6 @@ static __always_inline bool cpu_taken(s32 cpu)
 }
 
 /*
- * --diag: when @cpu was last handed a task while idle (0 once it runs a
- * task or goes idle again), so that a spill while a home CPU has such a
- * claim pending is told apart (SP_STAT_SPILL_CLAIMED). Not inlined: inlined
- * into enqueue(), the compiler indexed with an unchecked copy of the CPU.
- */
-static __noinline void set_claimed(s32 cpu, u64 at)
-{
-	struct sp_cpu_ctx *cc;
-
-	if (!diag)
-		return;
-	cc = cpu_ctx(cpu);
-	if (cc)
-		cc->claimed_at = at;
-}
-
-/*
- * Is a CPU of @cpus marked as running a visitor (@visitors), or (--diag)
- * as claimed? One loop for both, bounded by the machine's CPUs.
- */
-static bool any_cpu_marked(const struct cpumask *cpus, bool visitors)
-{
-	u32 cpu;
-
-	bpf_for(cpu, 0, nr_cpus) {
-		struct sp_cpu_ctx *cc = cpu_ctx(cpu);
-		bool marked;
-
-		if (!cc)
-			break;
-		marked = visitors ? cc->visitor != 0 : cc->claimed_at != 0;
-		if (marked && bpf_cpumask_test_cpu(cpu, cpus))
-			return true;
-	}
-	return false;
-}
-
-/*
  * Whether @cpu defers its steals: only if its own partition's homed tasks
  * ran on it within the steal wait, so that they, and not the other
  * partition's, are likely to want it next. Owners that sleep a few
@@ -98,12 +65,12 @@ static bool any_cpu_marked(const struct cpumask *cpus, bool visitors)
  */
 static __always_inline bool owners_recent(s32 cpu, u64 now)
 {
-	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+	struct sp_cpu_local *cl = cpu_local(cpu);
 	u64 at;
 
-	if (!cc)
+	if (!cl)
 		return false;
-	at = cc->owner_stopped_at;
+	at = cl->owner_stopped_at;
 	return at && time_before(now, at + steal_defer_ns);
 }
 
@@ -128,7 +95,10 @@ static __always_inline bool idle_lasted(s32 cpu, u64 now, u64 lasted)
 	return at && !time_before(now, at + lasted);
 }
 
-/* Not inlined, for the verifier (see set_claimed()). */
+/*
+ * Not inlined: inlined into enqueue(), the compiler indexed with an
+ * unchecked copy of the CPU.
+ */
 static __noinline void count_kthread_queued(s32 cpu)
 {
 	struct sp_cpu_ctx *cc = cpu_ctx(cpu);

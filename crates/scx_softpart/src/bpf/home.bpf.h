@@ -69,13 +69,12 @@ static bool send_home(struct task_struct *p, struct task_ctx *tctx,
 	if (cpu >= 0) {
 		tctx->room_since = 0;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-		set_claimed(cpu, now_ns());
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(SP_STAT_RETURN_IDLE);
 		tctx->via = (enq_flags & SCX_ENQ_WAKEUP) ? SP_VIA_RETURN : SP_VIA_RETURN_SLICE;
 		return true;
 	}
-	cpu = claim_visitor_cpu(home);
+	cpu = claim_visitor_cpu(home, nodes_of(tctx, home));
 	if (cpu >= 0) {
 		tctx->via = SP_VIA_EVICT;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);

@@ -72,32 +72,34 @@ static bool any_idle(const struct cpumask *cpus)
 }
 
 /*
- * --scan-cores: look at no more than scan_cores cores of @home, starting
- * where this CPU stopped last time so that the search does not always
- * favour low ids.
+ * A CPU of @cpus that the kernel's idle masks show idle, spread over them
+ * (bpf_cpumask_any_and_distribute()), not claimed; or -1. @nodes: the
+ * nodes @cpus spans, whose per-node masks are looked at. A lookup in the
+ * masks: no CPU's own state is read, and an idle CPU is found in a word
+ * per 64 CPUs.
  */
-static s32 scan_bounded(const struct cpumask *home)
+static s32 idle_candidate(const struct cpumask *cpus, u64 nodes)
 {
-	struct sp_cpu_ctx *me = cpu_ctx(bpf_get_smp_processor_id());
-	u32 budget, seen = 0, start, i;
+	const struct cpumask *idle;
+	u32 cpu = nr_cpus, n;
 
-	if (!me)
-		return -1;
-	budget = scan_cores * threads_per_core;
-	start = me->scan_cursor;
-	bpf_for(i, 0, nr_cpus) {
-		u32 cpu = (start + i) % nr_cpus;
-
-		if (!bpf_cpumask_test_cpu(cpu, home))
-			continue;
-		if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
-			me->scan_cursor = cpu + 1;
-			return cpu;
-		}
-		if (++seen >= budget)
-			break;
+	if (!idle_per_node) {
+		idle = scx_bpf_get_idle_cpumask();
+		cpu = bpf_cpumask_any_and_distribute(cpus, idle);
+		scx_bpf_put_idle_cpumask(idle);
+		return cpu < nr_cpus ? cpu : -1;
 	}
-	me->scan_cursor = (start + i + 1) % nr_cpus;
+	bpf_for(n, 0, SP_MAX_NODES) {
+		if (!(nodes >> n))
+			break;
+		if (!(nodes & (1ULL << n)))
+			continue;
+		idle = __COMPAT_scx_bpf_get_idle_cpumask_node(n);
+		cpu = bpf_cpumask_any_and_distribute(cpus, idle);
+		scx_bpf_put_idle_cpumask(idle);
+		if (cpu < nr_cpus)
+			return cpu;
+	}
 	return -1;
 }
 

@@ -231,19 +231,27 @@ struct sp_cpu_stats {
 };
 
 /*
- * Per-CPU scheduling state that other CPUs read, one cache line per CPU so
- * that a CPU writing its own does not take another's line from it.
+ * Per-CPU state that other CPUs read (visitor claims, idle candidates,
+ * kthread counts), one cache line per CPU. What a CPU writes at every
+ * stop and tick is kept off it, in struct sp_cpu_local.
  */
 struct sp_cpu_ctx {
-	u64 busy_ns;		/* time charged to tasks on it (utilisation) */
-	u64 owner_stopped_at;	/* a homed task stopped at home on it; 0 after a visitor */
-	u64 claimed_at;		/* --diag: handed a task while idle, not running it yet */
 	u32 visitor;		/* running a visitor: its home's partition + 1; else 0 */
 	u32 kthreads_queued;	/* per-CPU kthreads woken into its local queue, not run yet */
-	u32 scan_cursor;	/* where its bounded idle scan goes on */
 	u32 taken;		/* a higher class (RT, deadline) holds it */
+	u32 pad0;
 	u64 idle_since;		/* when it last went idle; 0 while busy */
-	u64 pad[2];
+	u64 pad[5];
+};
+
+/*
+ * Per-CPU state written by its CPU at every stop and tick, read by that
+ * CPU and by the control plane only: one cache line per CPU.
+ */
+struct sp_cpu_local {
+	u64 busy_ns;		/* time charged to tasks on it (utilisation) */
+	u64 owner_stopped_at;	/* a homed task stopped at home on it; 0 after a visitor */
+	u64 pad[6];
 };
 
 /* running() counts a cross-node move as SP_STAT_XNODE_WAKE_HOME + its sp_via. */
@@ -260,5 +268,6 @@ _Static_assert(SP_XNODE_OF(SP_VIA_REHOME) == SP_STAT_XNODE_REHOME, "xnode order"
 _Static_assert(SP_XNODE_OF(SP_VIA_OTHER) == SP_STAT_XNODE_OTHER, "xnode order");
 
 _Static_assert(sizeof(struct sp_cpu_ctx) == 64, "one cache line per CPU");
+_Static_assert(sizeof(struct sp_cpu_local) == 64, "one cache line per CPU");
 
 #endif /* __SOFTPART_INTF_H */

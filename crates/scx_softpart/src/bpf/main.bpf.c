@@ -26,10 +26,10 @@
  * Everything that needs history (softness, group balancing) lives in the
  * Rust control plane; this file reads what it was given. The helpers are
  * by topic: config (options, topology), stats (per-CPU counters), cpu
- * (per-CPU state), idle (idle lookups), cgroup (the cgroup CPU contract),
- * part (per-partition state, the vtime clocks), task (task context,
- * homes), place (wakeups), queue (holds, steals, fairness across
- * partitions), home (the way home).
+ * (per-CPU state), idle (idle lookups), visitor (which CPUs run
+ * visitors), cgroup (the cgroup CPU contract), part (per-partition state,
+ * the vtime clocks), task (task context, homes), place (wakeups), queue
+ * (holds, steals, fairness across partitions), home (the way home).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -46,6 +46,7 @@ UEI_DEFINE(uei);
 #include "stats.bpf.h"
 #include "cpu.bpf.h"
 #include "idle.bpf.h"
+#include "visitor.bpf.h"
 #include "cgroup.bpf.h"
 #include "part.bpf.h"
 #include "task.bpf.h"
@@ -61,6 +62,7 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 	bool evict = false;
 	s32 cpu;
 
+	diag_inc(SP_STAT_CALLS_SELECT_CPU);
 	if (!tctx)
 		return prev_cpu;
 	/* Out of cpu.max budget: enqueue() parks it. */
@@ -84,7 +86,6 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	} else {
 		tctx->via = away_on(tctx, cpu) ? SP_VIA_WAKE_AWAY : SP_VIA_WAKE_HOME;
-		set_claimed(cpu, now_ns());
 	}
 	return cpu;
 }
@@ -144,15 +145,15 @@ static bool enqueue_kthread_wakeup(struct task_struct *p, struct task_ctx *tctx,
  * home runs only its own tasks: queued there, it would start a chain of
  * swaps (hold_visitor_for_passing()).
  */
-static bool wait_behind_kthreads(struct task_struct *p, const struct cpumask *home,
-				 u32 part, s32 task_cpu, u64 enq_flags)
+static bool wait_behind_kthreads(struct task_struct *p, struct task_ctx *tctx,
+				 const struct cpumask *home, u32 part, s32 task_cpu, u64 enq_flags)
 {
 	u32 cpu_part = part_of_cpu(task_cpu);
 
 	if ((enq_flags & SCX_ENQ_WAKEUP) || !bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr) ||
 	    cpu_taken(task_cpu) || !kthreads_only_ahead(task_cpu, cpu_part))
 		return false;
-	if (part != cpu_part && home && home_hosts_visitor(home))
+	if (part != cpu_part && home && home_hosts_visitor(tctx, home))
 		return false;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 	stat_inc(SP_STAT_KTHREAD_WAIT);
@@ -177,7 +178,6 @@ static __always_inline bool enqueue_to_idle_home(struct task_struct *p, struct t
 	if (cpu < 0)
 		return false;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
-	set_claimed(cpu, now_ns());
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_inc(SP_STAT_ENQUEUE_IDLE);
 	if (tctx)
@@ -275,6 +275,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	u32 part = part_of_cpu(task_cpu);
 	bool hold_away = false;
 
+	diag_inc(SP_STAT_CALLS_ENQUEUE);
 	if (enqueue_outside_partitions(p, task_cpu, part, enq_flags))
 		return;
 	if (tctx && enqueue_kthread_wakeup(p, tctx, task_cpu, enq_flags))
@@ -318,7 +319,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		keep_last(p, task_cpu, enq_flags);
 		return;
 	}
-	if (wait_behind_kthreads(p, home, part, task_cpu, enq_flags))
+	if (wait_behind_kthreads(p, tctx, home, part, task_cpu, enq_flags))
 		return;
 	if (home && enqueue_to_idle_home(p, tctx, home, part, task_cpu, enq_flags))
 		return;
@@ -389,6 +390,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	struct queue_head qh;
 	bool busy, held, kept, ahead = false, overdue;
 
+	diag_inc(SP_STAT_CALLS_DISPATCH);
 	if (release_pending)
 		release_throttled();
 	/* A throttled prev is parked by enqueue(): the CPU is as good as free. */
@@ -494,8 +496,6 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 		set_idle_since(cpu, 0);
 		return;
 	}
-	/* Idle again: whatever it was handed has run (or gone elsewhere). */
-	set_claimed(cpu, 0);
 	now = now_ns();
 	set_idle_since(cpu, now);
 	defer = owners_recent(cpu, now);
@@ -622,7 +622,6 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 							     part_of_cpu(cpu),
 				   p->scx.dsq_vtime);
 	count_round(part_of_cpu(cpu));
-	set_claimed(cpu, 0);
 	count_kthread_ran(cpu, tctx && tctx->kthread_queued);
 	if (!tctx)
 		return;
@@ -658,7 +657,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
  */
 static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
-	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+	struct sp_cpu_local *cl = cpu_local(cpu);
 	const struct cpumask *home;
 	struct sp_group_stats *gs;
 	u64 now = now_ns(), ran, exec = p->se.sum_exec_runtime;
@@ -681,8 +680,8 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	tctx->started_ns = now;
 	p->scx.dsq_vtime += vtime_cost(ran, slot, p->scx.weight);
 	count_cgroup_run(slot, ran);
-	if (cc)
-		cc->busy_ns += ran;
+	if (cl)
+		cl->busy_ns += ran;
 	gs = group_stats_of(tctx->home_id);
 	if (!gs)
 		return;
@@ -707,7 +706,7 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct sp_cpu_ctx *cc = cpu_ctx(cpu);
+	struct sp_cpu_local *cl = cpu_local(cpu);
 
 	set_visitor(cpu, 0);
 	if (!tctx)
@@ -715,8 +714,8 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	account_run(p, tctx, cpu);
 	tctx->stopped_at = now_ns();
 	/* Homeless tasks (kthreads, daemons) leave the mark as it is. */
-	if (cc && homed(tctx))
-		cc->owner_stopped_at = tctx->at_home == 1 ? tctx->stopped_at : 0;
+	if (cl && homed(tctx))
+		cl->owner_stopped_at = tctx->at_home == 1 ? tctx->stopped_at : 0;
 	/* Preempted or out of slice: it waits again from now. */
 	if (runnable)
 		tctx->runnable_at = tctx->stopped_at;
@@ -966,6 +965,7 @@ int set_home(struct sp_home_args *args)
 	struct bpf_cpumask *cpus, *near;
 	struct home_ctx *h;
 	u32 id = args->id, w;
+	u64 nodes = 0;
 
 	if (id >= SP_MAX_HOMES)
 		return -EINVAL;
@@ -988,8 +988,13 @@ int set_home(struct sp_home_args *args)
 		if (!c && !n)
 			continue;
 		bpf_for(b, 0, 64) {
-			if (c & (1ULL << b))
+			if (c & (1ULL << b)) {
+				u32 node = cpu_attr(cpu_node, w * 64 + b);
+
 				bpf_cpumask_set_cpu(w * 64 + b, cpus);
+				if (node < SP_MAX_NODES)
+					nodes |= 1ULL << node;
+			}
 			if (n & (1ULL << b))
 				bpf_cpumask_set_cpu(w * 64 + b, near);
 		}
@@ -1000,6 +1005,7 @@ int set_home(struct sp_home_args *args)
 	near = bpf_kptr_xchg(&h->near, near);
 	if (near)
 		bpf_cpumask_release(near);
+	h->nodes = nodes;
 	return 0;
 }
 
@@ -1041,6 +1047,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_init)
 
 	kernel_pick_used = kernel_pick && __COMPAT_HAS_scx_bpf_select_cpu_and;
 	ret = init_steal_timers();
+	if (ret)
+		return ret;
+	ret = init_visitor_masks();
 	if (ret)
 		return ret;
 	return init_partitions();

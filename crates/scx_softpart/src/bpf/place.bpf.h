@@ -20,21 +20,31 @@
 #define SP_ROOM_LASTED_NS (slice_ns * 3 / 4)
 
 /*
- * A CPU of @home idle for SP_ROOM_LASTED_NS or more, claimed, or -1. A home
- * CPU idle for less is most often one whose tasks sleep between messages
- * and want it back within microseconds: a task away from home that took it
- * would cross nodes twice (there, and away again once the owners wake),
- * each time to cold caches.
+ * How many of a home's idle CPUs a task away from it looks at for one idle
+ * SP_ROOM_LASTED_NS or more: the kernel's idle masks say which are idle,
+ * and each look reads that CPU's line.
  */
-static s32 pick_lasting_room(const struct cpumask *home)
+#define SP_ROOM_PROBES 4
+
+/*
+ * A CPU of @home (on @nodes) idle for SP_ROOM_LASTED_NS or more, claimed,
+ * or -1. A home CPU idle for less is most often one whose tasks sleep
+ * between messages and want it back within microseconds: a task away from
+ * home that took it would cross nodes twice (there, and away again once
+ * the owners wake), each time to cold caches.
+ */
+static s32 pick_lasting_room(const struct cpumask *home, u64 nodes)
 {
 	u64 now = now_ns();
-	u32 cpu;
+	s32 cpu;
+	u32 i;
 
-	bpf_for(cpu, 0, nr_cpus) {
-		if (!bpf_cpumask_test_cpu(cpu, home) || !idle_lasted(cpu, now, SP_ROOM_LASTED_NS))
-			continue;
-		if (scx_bpf_test_and_clear_cpu_idle(cpu))
+	bpf_for(i, 0, SP_ROOM_PROBES) {
+		cpu = idle_candidate(home, nodes);
+		if (cpu < 0)
+			return -1;
+		diag_inc(SP_STAT_CPU_LINES_READ);
+		if (idle_lasted(cpu, now, SP_ROOM_LASTED_NS) && scx_bpf_test_and_clear_cpu_idle(cpu))
 			return cpu;
 	}
 	return -1;
@@ -55,7 +65,7 @@ static s32 pick_while_away(struct task_struct *p, struct task_ctx *tctx,
 	const struct cpumask *here;
 	s32 cpu;
 
-	cpu = pick_lasting_room(home);
+	cpu = pick_lasting_room(home, nodes_of(tctx, home));
 	if (cpu >= 0) {
 		stat_inc(SP_STAT_PICK_ROOM_LASTED);
 		return cpu;
@@ -74,38 +84,6 @@ static s32 pick_while_away(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
- * A home CPU running a visitor, claimed (so that two owners do not pick the
- * same one), or -1. Only a visitor whose own home partition has an idle
- * CPU is taken: evicted, it goes to that CPU, or queues at home with that
- * CPU kicked to serve the queue. With no idle CPU there it could only
- * queue at home, and the owner gets this CPU anyway at the visitor's slice
- * end (dispatch() serves its own queue first); at a full machine such
- * swaps cost CPU time and buy no locality (docs/decisions.md).
- */
-static s32 claim_visitor_cpu(const struct cpumask *home)
-{
-	u32 cpu;
-
-	bpf_for(cpu, 0, nr_cpus) {
-		struct sp_cpu_ctx *cc = cpu_ctx(cpu);
-		const struct cpumask *vhome;
-		u32 v;
-
-		if (!cc)
-			break;
-		v = cc->visitor;
-		if (!v || !bpf_cpumask_test_cpu(cpu, home))
-			continue;
-		vhome = part_cpus(v - 1);
-		if (!vhome || !any_idle(vhome))
-			continue;
-		if (__sync_val_compare_and_swap(&cc->visitor, v, 0) == v)
-			return cpu;
-	}
-	return -1;
-}
-
-/*
  * Does a CPU of @home run another partition's task? Then @home's queue is
  * a visitor's way back: a home CPU reaching a slice end takes it, so its
  * own visitor goes to its home's queue in turn, and two groups each
@@ -113,9 +91,9 @@ static s32 claim_visitor_cpu(const struct cpumask *home)
  * not held where it is (hold_visitor_for_passing(), waiting behind
  * kthreads): held, it kept swapped groups apart.
  */
-static bool home_hosts_visitor(const struct cpumask *home)
+static bool home_hosts_visitor(struct task_ctx *tctx, const struct cpumask *home)
 {
-	return any_cpu_marked(home, true);
+	return visitors_in(home, nodes_of(tctx, home));
 }
 
 /*
@@ -184,7 +162,7 @@ static __always_inline s32 pick_away(struct task_struct *p, s32 prev, u64 wake_f
 
 /*
  * An idle CPU of @home, claimed: prev, a whole idle core, prev's SMT
- * sibling (it shares prev's L1/L2), then any (or a bounded scan); or -1.
+ * sibling (it shares prev's L1/L2), then any; or -1.
  */
 static __always_inline s32 pick_at_home(const struct cpumask *home, s32 prev)
 {
@@ -207,7 +185,7 @@ static __always_inline s32 pick_at_home(const struct cpumask *home, s32 prev)
 			return cpu;
 		}
 	}
-	cpu = scan_cores ? scan_bounded(home) : pick_idle(home, prev, 0);
+	cpu = pick_idle(home, prev, 0);
 	if (cpu >= 0)
 		stat_inc(SP_STAT_PICK_CPU_HOME);
 	return cpu;
@@ -247,7 +225,7 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 		if (cpu >= 0)
 			return cpu;
 		if (homed(tctx)) {
-			cpu = claim_visitor_cpu(home);
+			cpu = claim_visitor_cpu(home, nodes_of(tctx, home));
 			if (cpu >= 0) {
 				stat_inc(SP_STAT_EVICT);
 				*evict = true;
@@ -258,10 +236,7 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 
 	/* Home full: spill, nearest first. */
 	near = and_allowed(p, tctx, near);
-	cpu = pick_away(p, prev, wake_flags, near, homed(tctx), false);
-	if (diag && cpu >= 0 && home && any_cpu_marked(home, false))
-		stat_inc(SP_STAT_SPILL_CLAIMED);
-	return cpu;
+	return pick_away(p, prev, wake_flags, near, homed(tctx), false);
 }
 
 /*

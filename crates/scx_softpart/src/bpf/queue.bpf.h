@@ -81,6 +81,8 @@ static __always_inline struct queue_head queue_head(u32 part)
 	struct queue_head qh = {};
 	struct task_struct *head;
 
+	if (part != part_of_cpu(bpf_get_smp_processor_id()))
+		diag_inc(SP_STAT_PART_HEADS_READ);
 	/* Lockless where the kernel has the peek (7.1 and later). */
 	head = __COMPAT_scx_bpf_dsq_peek(part_dsq(part));
 	if (head) {
@@ -376,7 +378,7 @@ static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev, s32 c
 	if (!home || bpf_cpumask_test_cpu(cpu, home))
 		return NULL;
 	hctx = queue_head(own).tctx;
-	if (!hctx || homed(hctx) || home_hosts_visitor(home))
+	if (!hctx || homed(hctx) || home_hosts_visitor(tctx, home))
 		return NULL;
 	tctx->hold_away = 1;
 	if (diag)

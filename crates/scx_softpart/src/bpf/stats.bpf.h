@@ -53,6 +53,13 @@ static __always_inline void stat_inc(enum sp_stat idx)
 		cs->events[idx]++;
 }
 
+/* A "diag" event: counted only with --diag. */
+static __always_inline void diag_inc(enum sp_stat idx)
+{
+	if (diag)
+		stat_inc(idx);
+}
+
 /*
  * The latest subject each limit turned away (enum sp_limit): written only
  * when a table is full, so the line it shares stays out of the way of

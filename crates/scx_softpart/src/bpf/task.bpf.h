@@ -20,6 +20,8 @@ struct home_ctx {
 	struct bpf_cpumask __kptr *cpus;
 	/* The home's NUMA node(s): where to spill first. */
 	struct bpf_cpumask __kptr *near;
+	/* The nodes its CPUs are on (bit n: node n), for per-node lookups. */
+	u64 nodes;
 };
 
 struct {
@@ -210,6 +212,27 @@ static __always_inline const struct cpumask *home_of(struct task_ctx *tctx)
 	if (tctx->home_id >= SP_MAX_HOMES || !home)
 		return NULL;
 	return cast_mask(home);
+}
+
+/*
+ * The NUMA nodes (bit n: node n) of @cpus, the task's home (∩ allowed)
+ * or, for a task without one (@tctx NULL or homeless), a partition's CPUs
+ * (∩ allowed): the home's nodes, else the node of @cpus' first CPU (a
+ * partition is a node, or an LLC within one). For the per-node masks.
+ */
+static __always_inline u64 nodes_of(struct task_ctx *tctx, const struct cpumask *cpus)
+{
+	struct home_ctx *h;
+	u32 hid, node;
+
+	if (tctx && homed(tctx)) {
+		hid = tctx->home_id;
+		h = bpf_map_lookup_elem(&homes, &hid);
+		if (h)
+			return h->nodes;
+	}
+	node = cpu_attr(cpu_node, bpf_cpumask_first(cpus));
+	return node < SP_MAX_NODES ? 1ULL << node : 0;
 }
 
 /* The homed task runs on @cpu away from its home: a visitor there. */
