@@ -102,3 +102,71 @@ impl CgroupTable {
         sums
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A zeroed .bss, as the fast path's is at load.
+    fn zeroed_bss() -> Box<bss> {
+        // SAFETY: bss is plain data (integers and arrays of them), for
+        // which all-zero bytes are a valid value.
+        unsafe { Box::<bss>::new_zeroed().assume_init() }
+    }
+
+    #[test]
+    fn the_table_is_copied_again_only_after_a_change() {
+        let mut b = zeroed_bss();
+        let mut t = CgroupTable::new([0, 0, 1, 1].into_iter());
+        let mut traffic = MapTraffic::default();
+        b.cgroups_used = 3;
+        b.cgroups[1].cgid = 42;
+        b.cgroups[1].weight = 300;
+        b.cgroups_changed = 1;
+        assert!(t.refresh(&b, &mut traffic));
+        assert_eq!(t.slots().len(), 3);
+        assert_eq!((t.slots()[1].cgid, t.slots()[1].weight), (42, 300));
+        let copied = traffic.read;
+        assert_eq!(
+            copied,
+            (8 + 4 + 3 * size_of::<sp_cgroup>()) as u64,
+            "the counter, the slots used and three slots"
+        );
+        // Unchanged: only the counter is read, and the copy stands.
+        b.cgroups[1].weight = 500;
+        assert!(!t.refresh(&b, &mut traffic));
+        assert_eq!(traffic.read - copied, 8);
+        assert_eq!(t.slots()[1].weight, 300);
+        b.cgroups_changed = 2;
+        assert!(t.refresh(&b, &mut traffic));
+        assert_eq!(t.slots()[1].weight, 500);
+    }
+
+    #[test]
+    fn loads_and_run_time_are_summed_over_the_nodes_that_have_cpus() {
+        let mut b = zeroed_bss();
+        // CPUs on nodes 0 and 2 only; a stray count in domain 1 is not read.
+        let mut t = CgroupTable::new([0, 2, 2].into_iter());
+        let mut traffic = MapTraffic::default();
+        let n = MAX_CGROUPS as usize;
+        b.cgroups_used = 2;
+        b.cgroups_changed = 1;
+        t.refresh(&b, &mut traffic);
+        b.cg_loads[1].weight = 100;
+        b.cg_loads[1].nr = 1;
+        b.cg_loads[2 * n + 1].weight = 200;
+        b.cg_loads[2 * n + 1].nr = 2;
+        b.cg_loads[n + 1].nr = 7;
+        b.cg_run_ns[1] = 5;
+        b.cg_run_ns[2 * n + 1] = 6;
+        let before = traffic.read;
+        let loads = t.loads(&b, &mut traffic);
+        assert_eq!(loads[0], CgroupSums::default());
+        assert_eq!(loads[1], CgroupSums { weight: 300, nr: 3 });
+        assert_eq!(
+            traffic.read - before,
+            (2 * 2 * size_of::<sp_cg_load>()) as u64
+        );
+        assert_eq!(t.run_ns(&b, &mut traffic), vec![0, 11]);
+    }
+}

@@ -179,12 +179,22 @@ pub(crate) fn open_skel<'a>(
             rodata.cpu_node[cpu] = cpu_node_id(layout.machine, cpu);
         }
     }
-    let max_parts = bpf_intf::softpart_consts_SP_MAX_PARTS as usize;
-    for (a, order) in layout.machine.part_order(layout.parts).iter().enumerate() {
-        for (i, &b) in order.iter().enumerate() {
-            rodata.part_order[a * max_parts + i] = b as u32;
+    let rings = bpf_intf::softpart_consts_SP_PART_RINGS as usize;
+    for (a, mine) in layout
+        .machine
+        .part_rings(layout.parts, rings)
+        .iter()
+        .enumerate()
+    {
+        for (r, &mask) in mine.iter().enumerate() {
+            rodata.part_rings[a * rings + r] = mask;
         }
     }
+    let (words, nr_words) = layout.machine.part_words(layout.parts);
+    for (part, w) in words.into_iter().enumerate() {
+        rodata.part_word[part] = w;
+    }
+    rodata.nr_part_words = nr_words as u32;
     Ok((skel, idle_nodes.is_some()))
 }
 

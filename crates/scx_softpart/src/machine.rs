@@ -113,27 +113,73 @@ impl Machine {
         (with_cpus.len() > 1 && all_placed).then_some(with_cpus)
     }
 
+    /// The NUMA node of a partition's first CPU (0 if it has no known one).
+    fn part_node(&self, part: &BTreeSet<usize>) -> usize {
+        part.first().and_then(|&c| self.node_of(c)).unwrap_or(0)
+    }
+
+    /// The NUMA distance between two partitions' nodes.
+    fn part_distance(&self, parts: &[BTreeSet<usize>], a: usize, b: usize) -> usize {
+        self.distance
+            .get(self.part_node(&parts[a]))
+            .and_then(|r| r.get(self.part_node(&parts[b])))
+            .copied()
+            .unwrap_or(usize::MAX)
+    }
+
     /// For each partition, all partitions ordered nearest first (itself
     /// first), by the NUMA distance between their first CPUs' nodes; ties
-    /// keep partition order.
+    /// keep partition order: what `part_rings` gives, read in order.
+    #[cfg(test)]
     pub fn part_order(&self, parts: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
-        let node = |p: &BTreeSet<usize>| p.first().and_then(|&c| self.node_of(c)).unwrap_or(0);
         (0..parts.len())
             .map(|a| {
-                let na = node(&parts[a]);
                 let mut order: Vec<usize> = (0..parts.len()).collect();
-                order.sort_by_key(|&b| {
-                    let d = self
-                        .distance
-                        .get(na)
-                        .and_then(|r| r.get(node(&parts[b])))
-                        .copied()
-                        .unwrap_or(usize::MAX);
-                    (b != a, d, b)
-                });
+                order.sort_by_key(|&b| (b != a, self.part_distance(parts, a, b), b));
                 order
             })
             .collect()
+    }
+
+    /// For each partition, the others as rings of one NUMA distance each,
+    /// nearest first, a ring a bit mask (bit b: partition b; partitions
+    /// past the 64th are in none). Past `max_rings` distances the farthest
+    /// share the last ring. Read in ring order and bit order within each,
+    /// they are `part_order` without the partition itself.
+    pub fn part_rings(&self, parts: &[BTreeSet<usize>], max_rings: usize) -> Vec<Vec<u64>> {
+        (0..parts.len())
+            .map(|a| {
+                let mut dists: Vec<usize> = (0..parts.len())
+                    .filter(|&b| b != a)
+                    .map(|b| self.part_distance(parts, a, b))
+                    .collect();
+                dists.sort_unstable();
+                dists.dedup();
+                let mut rings = vec![0u64; max_rings];
+                for b in (0..parts.len().min(64)).filter(|&b| b != a) {
+                    let d = self.part_distance(parts, a, b);
+                    let r = dists.iter().position(|&x| x == d).unwrap_or(0);
+                    rings[r.min(max_rings - 1)] |= 1 << b;
+                }
+                rings
+            })
+            .collect()
+    }
+
+    /// Which summary word each partition's "tasks queued" bit is in: one
+    /// word per NUMA node that has partitions, numbered densely, so that
+    /// a node's queues are summarised in a line of their own. Returns the
+    /// word of each partition and the number of words.
+    pub fn part_words(&self, parts: &[BTreeSet<usize>]) -> (Vec<u32>, usize) {
+        let nodes: BTreeSet<usize> = parts.iter().map(|p| self.part_node(p)).collect();
+        let words = parts
+            .iter()
+            .map(|p| {
+                let n = self.part_node(p);
+                nodes.iter().position(|&x| x == n).unwrap_or(0) as u32
+            })
+            .collect();
+        (words, nodes.len())
     }
 }
 
@@ -223,5 +269,37 @@ pub mod tests {
         assert_eq!(order[0], vec![0, 1, 2, 3]);
         assert_eq!(order[2], vec![2, 3, 0, 1]);
         assert_eq!(order[3], vec![3, 2, 0, 1]);
+    }
+
+    #[test]
+    fn rings_read_in_order_are_the_nearest_first_order() {
+        let mut m = machine_2n2c2t();
+        m.nodes = vec![[0, 1].into(), [2, 3].into(), [4, 5].into(), [6, 7].into()];
+        m.distance = vec![
+            vec![10, 12, 20, 20],
+            vec![12, 10, 20, 22],
+            vec![20, 20, 10, 12],
+            vec![20, 22, 12, 10],
+        ];
+        let parts: Vec<BTreeSet<usize>> = m.nodes.clone();
+        let order = m.part_order(&parts);
+        let rings = m.part_rings(&parts, 8);
+        for (a, r) in rings.iter().enumerate() {
+            let flat: Vec<usize> = r
+                .iter()
+                .flat_map(|&mask| (0..64).filter(move |b| mask & (1 << b) != 0))
+                .collect();
+            assert_eq!(flat, order[a][1..], "partition {a}");
+        }
+        assert_eq!(rings[1][..3], [1 << 0, 1 << 2, 1 << 3]);
+        // Fewer rings than distances: the farthest share the last one.
+        assert_eq!(m.part_rings(&parts, 2)[1][..2], [1 << 0, 1 << 2 | 1 << 3]);
+    }
+
+    #[test]
+    fn a_word_per_node_with_partitions() {
+        let m = machine_2n2c2t();
+        let parts: Vec<BTreeSet<usize>> = vec![[0, 1].into(), [2, 3].into(), (4..8).collect()];
+        assert_eq!(m.part_words(&parts), (vec![0, 0, 1], 2));
     }
 }

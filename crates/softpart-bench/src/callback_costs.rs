@@ -71,6 +71,9 @@ impl Costs {
                 OTHER.to_string()
             };
             c.add(&key, p.run_time_ns, p.run_cnt);
+            if let Some(e) = c.0.get_mut(&key) {
+                e.verified_insns += u64::from(p.verified_insns);
+            }
         }
         c
     }
@@ -98,6 +101,7 @@ impl Costs {
                 ProgCost {
                     run_ns: b.run_ns.saturating_sub(a.run_ns),
                     calls: b.calls.saturating_sub(a.calls),
+                    verified_insns: b.verified_insns,
                 },
             );
         }
@@ -152,6 +156,9 @@ pub fn figures(d: &Costs, window_s: f64) -> String {
             c.run_ns as f64 / 1e6 / window_s
         );
         let _ = writeln!(text, "figure cb_{name}_us_per_call {:.3}", us_per_call(c));
+        if c.verified_insns > 0 {
+            let _ = writeln!(text, "figure cb_{name}_verified_insns {}", c.verified_insns);
+        }
     }
     if all.calls > 0 {
         let _ = writeln!(
@@ -207,18 +214,22 @@ mod tests {
         b.add("dispatch", 400_000_000, 20_000);
         b.add("enqueue", 100_000_000, 5_000);
         b.add(OTHER, 10_000_000, 1_000);
+        b.0.get_mut("dispatch").unwrap().verified_insns = 4_321;
         let d = a.since(&b);
         assert_eq!(
             d.select_cpu(),
             Some(ProgCost {
                 run_ns: 0,
-                calls: 0
+                calls: 0,
+                verified_insns: 0
             })
         );
         let t = figures(&d, 2.0);
         assert_eq!(figure(&t, "cb_dispatch_ms_per_s"), Some(200.0));
         assert_eq!(figure(&t, "cb_dispatch_us_per_call"), Some(20.0));
         assert_eq!(figure(&t, "cb_enqueue_ms_per_s"), Some(50.0));
+        assert_eq!(figure(&t, "cb_dispatch_verified_insns"), Some(4_321.0));
+        assert_eq!(figure(&t, "cb_enqueue_verified_insns"), None);
         assert_eq!(figure(&t, "cb_select_cpu_ms_per_s"), None);
         assert_eq!(figure(&t, "cb_all_cpu_s_per_s"), Some(0.25));
         assert_eq!(figure(&t, "cb_all_calls_per_s"), Some(12_500.0));

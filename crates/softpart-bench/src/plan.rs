@@ -111,6 +111,10 @@ impl RunResult {
 pub struct ProgCost {
     pub run_ns: u64,
     pub calls: u64,
+    /// Instructions the verifier walked to load the program(s), a measure
+    /// of the paths through them (not a cost per call).
+    #[serde(default)]
+    pub verified_insns: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

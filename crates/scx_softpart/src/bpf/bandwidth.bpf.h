@@ -477,6 +477,7 @@ static void release_parked(u32 slot, u32 *left)
 					   clamp_vtime(p->scx.dsq_vtime + shift, p, tctx, part));
 		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, part_dsq(part), 0))
 			continue;
+		count_queued(part);
 		if (tctx) {
 			tctx->part_queued = part + 1;
 			if (diag)

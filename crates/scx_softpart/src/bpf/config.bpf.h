@@ -46,8 +46,15 @@ const volatile u32 cpu_sibling[SP_MAX_CPUS];
 const volatile u32 cpu_core[SP_MAX_CPUS];
 const volatile u32 cpu_llc[SP_MAX_CPUS];
 const volatile u32 cpu_node[SP_MAX_CPUS];
-/* part_order[p * SP_MAX_PARTS + i]: i-th nearest partition to p (i=0: p). */
-const volatile u32 part_order[SP_MAX_PARTS * SP_MAX_PARTS];
+/*
+ * part_rings[p * SP_PART_RINGS + r]: the partitions (bit b: partition b)
+ * at p's r-th nearest NUMA distance, p itself in none; the farthest
+ * share the last ring when there are more distances.
+ */
+const volatile u64 part_rings[SP_MAX_PARTS * SP_PART_RINGS];
+/* The summary word of each partition's "tasks queued" bit: one per node. */
+const volatile u32 part_word[SP_MAX_PARTS];
+const volatile u32 nr_part_words = 1;
 
 /* What this load decided (kernel_pick and the kfunc present), for Rust. */
 bool kernel_pick_used;

@@ -22,6 +22,13 @@ enum softpart_consts {
 	SP_CPU_WORDS = SP_MAX_CPUS / 64,
 	SP_MAX_PARTS = 64,
 	SP_MAX_NODES = 64,
+	/* Distances from a partition told apart when walking the others (part_rings). */
+	SP_PART_RINGS = 8,
+	/*
+	 * Other partitions' queues a CPU looks at per steal, pull or idle
+	 * recheck, nearest first among those with tasks queued.
+	 */
+	SP_PART_VISITS = 8,
 	/* Home ids are 0..SP_MAX_HOMES-1; SP_NO_HOME means "none". */
 	SP_MAX_HOMES = 256,
 	SP_NO_HOME = SP_MAX_HOMES,

@@ -49,6 +49,7 @@ UEI_DEFINE(uei);
 #include "visitor.bpf.h"
 #include "cgroup.bpf.h"
 #include "part.bpf.h"
+#include "part_queue.bpf.h"
 #include "task.bpf.h"
 #include "bandwidth.bpf.h"
 #include "place.bpf.h"
@@ -276,6 +277,9 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	bool hold_away = false;
 
 	diag_inc(SP_STAT_CALLS_ENQUEUE);
+	/* Not in any queue while it is being queued. */
+	if (tctx)
+		note_left_queue(tctx);
 	if (enqueue_outside_partitions(p, task_cpu, part, enq_flags))
 		return;
 	if (tctx && enqueue_kthread_wakeup(p, tctx, task_cpu, enq_flags))
@@ -329,26 +333,28 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 /*
  * About to go idle: take waiting work from the other partitions, nearest
  * first, deferring heads that just ran on a CPU its owners just used (see
- * head_stealable()); the timer brings the CPU back for them.
+ * head_stealable()); the timer brings the CPU back for them. A global
+ * function, verified once on its own (see head_stealable()).
  */
-static void steal_or_idle(s32 cpu, u32 own)
+__hidden int steal_or_idle(s32 cpu, u32 own)
 {
 	u64 now = now_ns(), ready_at = 0;
 	bool defer = owners_recent(cpu, now);
+	struct part_walk walk;
+	s32 part;
 	u32 i;
 
-	bpf_for(i, 1, nr_parts) {
-		u32 idx = own * SP_MAX_PARTS + i, part;
-
-		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
+	part_walk_start(&walk, own);
+	bpf_for(i, 0, SP_PART_VISITS) {
+		part = part_walk_next(&walk);
+		if (part < 0)
 			break;
-		part = part_order[idx];
 		if (!head_stealable(part, cpu, now, defer, &ready_at))
 			continue;
 		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
 			stat_inc(SP_STAT_DISPATCH_STEAL);
 			count_steal();
-			return;
+			return 0;
 		}
 	}
 	if (ready_at) {
@@ -356,6 +362,7 @@ static void steal_or_idle(s32 cpu, u32 own)
 		stat_inc(SP_STAT_STEAL_DEFERRED);
 	}
 	stat_inc(SP_STAT_DISPATCH_IDLE);
+	return 0;
 }
 
 /* @p's cgroup, or one above it, is out of cpu.max budget. */
@@ -409,9 +416,9 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		if (busy)
 			stat_inc(SP_STAT_WAIT_BOUND);
 	} else if (qh.found && !held && !kept) {
-		if (pull_behind(cpu, own, qh.vtime, qh.tctx))
+		if (pull_behind(cpu, own, qh.vtime, owner_here(qh.tctx, cpu)))
 			return;
-	} else if (busy && pull_behind(cpu, own, prev->scx.dsq_vtime, lookup_tctx(prev))) {
+	} else if (busy && pull_behind(cpu, own, prev->scx.dsq_vtime, owner_here(lookup_tctx(prev), cpu))) {
 		return;
 	}
 	if (held || kept) {
@@ -488,9 +495,11 @@ bool BPF_STRUCT_OPS(softpart_yield, struct task_struct *from,
  */
 void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 {
-	u32 own = part_of_cpu(cpu), part;
+	u32 own = part_of_cpu(cpu), i;
+	struct part_walk walk;
 	u64 now, ready_at = 0;
 	bool defer;
+	s32 part;
 
 	if (!idle) {
 		set_idle_since(cpu, 0);
@@ -499,8 +508,17 @@ void BPF_STRUCT_OPS(softpart_update_idle, s32 cpu, bool idle)
 	now = now_ns();
 	set_idle_since(cpu, now);
 	defer = owners_recent(cpu, now);
-	bpf_for(part, 0, nr_parts) {
-		if (part != own && !head_stealable(part, cpu, now, defer, &ready_at))
+	if (scx_bpf_dsq_nr_queued(part_dsq(own))) {
+		scx_bpf_kick_cpu(cpu, 0);
+		stat_inc(SP_STAT_IDLE_RECHECK);
+		return;
+	}
+	part_walk_start(&walk, own);
+	bpf_for(i, 0, SP_PART_VISITS) {
+		part = part_walk_next(&walk);
+		if (part < 0)
+			break;
+		if (!head_stealable(part, cpu, now, defer, &ready_at))
 			continue;
 		if (scx_bpf_dsq_nr_queued(part_dsq(part))) {
 			scx_bpf_kick_cpu(cpu, 0);
@@ -532,8 +550,10 @@ void BPF_STRUCT_OPS(softpart_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
-	if (tctx)
+	if (tctx) {
 		runnable_off(tctx);
+		note_left_queue(tctx);
+	}
 }
 
 /* The task's nice changed: count it runnable with its new weight. */
@@ -642,7 +662,7 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 		tctx->via = tctx->part_queued - 1 == part_of_cpu(cpu) ? SP_VIA_QUEUE_OWN :
 			    homed_on(tctx, cpu)			      ? SP_VIA_QUEUE_HOME :
 									SP_VIA_QUEUE_STEAL;
-	tctx->part_queued = 0;
+	note_left_queue(tctx);
 	tctx->started_ns = now;
 	tctx->exec_ns = p->se.sum_exec_runtime;
 	count_run_start(tctx, cpu, now);

@@ -211,13 +211,19 @@ static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
  * is a head held for @cpu (a visitor it switched out for a passing task),
  * and a head homed on @cpu: a task of this CPU's own that waits away from
  * home (queue_part_away()) is the very task its owners would want it for.
+ * A global function, verified once on its own: the walks over partitions
+ * call it in a loop, where inlined it multiplied the verifier's states.
  */
-static bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
+__hidden bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
 {
-	struct queue_head qh = queue_head(part);
-	struct task_ctx *tctx = qh.tctx;
+	struct queue_head qh;
+	struct task_ctx *tctx;
 	u64 at;
 
+	if (!ready_at)
+		return false;
+	qh = queue_head(part);
+	tctx = qh.tctx;
 	if (!qh.found)
 		return false;
 	at = tctx ? tctx->stopped_at : 0;
@@ -311,9 +317,10 @@ static bool prev_not_behind(struct task_struct *prev, const struct queue_head *q
  * progressing at the same rate drift apart by, so that they do not trade
  * tasks. Never a homed head onto a CPU outside its home, unless the
  * contract reaches there (contract_reaches(): its home is entitled beyond
- * its CPUs, and @next, what @cpu would run, is an owner of a home that is
- * not): homes decide where a tenant runs, and otherwise its CPU time
- * beyond them comes from idle CPUs (steal_or_idle()); pulling it out
+ * its CPUs, and what @cpu would run is an owner of a home that is not:
+ * @owner_here, see owner_here()): homes decide where a tenant runs, and
+ * otherwise its CPU time beyond them comes from idle CPUs
+ * (steal_or_idle()); pulling it out
  * would move the instance off its node whenever its home is the busier
  * one.
  * One pull per partition per half the credit (part_state.pulled_at): a
@@ -321,10 +328,42 @@ static bool prev_not_behind(struct task_struct *prev, const struct queue_head *q
  * partition's clock closes the gap over the following slices; pulling at every dispatch until then
  * would take every head of a queue that far behind, and the overshoot
  * would send tasks back the other way.
+ * A global function, verified once on its own, as head_stealable().
  */
-static bool pull_behind(s32 cpu, u32 own, u64 vtime, struct task_ctx *next)
+/*
+ * Is @part's head a task pull_behind() may take to @cpu: behind @vtime by
+ * more than half the sleeper credit, not held for another CPU, and homed
+ * on @cpu or without a home, unless the contract reaches (@owner_here:
+ * what @cpu would run is an owner there whose home is not entitled
+ * beyond its CPUs)? A global function, for the verifier, as
+ * head_stealable().
+ */
+__hidden bool head_behind(u32 part, s32 cpu, u64 vtime, bool owner_here)
+{
+	struct queue_head qh = queue_head(part);
+	struct task_ctx *h = qh.tctx;
+
+	if (!qh.found || held_for_other(h, cpu))
+		return false;
+	if (homed_outside(h, cpu) &&
+	    !(owner_here && h && home_entitled_beyond(h->home_id)))
+		return false;
+	return time_before(qh.vtime + slice_lag_ns / 2, vtime);
+}
+
+/*
+ * contract_reaches()'s half that is @next's (what @cpu would run): an
+ * owner on @cpu whose home is not entitled beyond its CPUs.
+ */
+static __always_inline bool owner_here(struct task_ctx *next, s32 cpu)
+{
+	return next && !home_entitled_beyond(next->home_id) && homed_on(next, cpu);
+}
+
+__hidden bool pull_behind(s32 cpu, u32 own, u64 vtime, bool owner_here)
 {
 	struct part_state *ps = part_state(own);
+	struct part_walk walk;
 	u64 now;
 	u32 i;
 
@@ -334,17 +373,13 @@ static bool pull_behind(s32 cpu, u32 own, u64 vtime, struct task_ctx *next)
 	/* Written on a pull only; read by the partition's own CPUs. */
 	if (ps->pulled_at && time_before(now, ps->pulled_at + slice_lag_ns / 2))
 		return false;
-	bpf_for(i, 1, nr_parts) {
-		u32 idx = own * SP_MAX_PARTS + i, part;
-		struct queue_head qh;
+	part_walk_start(&walk, own);
+	bpf_for(i, 0, SP_PART_VISITS) {
+		s32 part = part_walk_next(&walk);
 
-		if (idx >= SP_MAX_PARTS * SP_MAX_PARTS)
+		if (part < 0)
 			break;
-		part = part_order[idx];
-		qh = queue_head(part);
-		if (!qh.found || held_for_other(qh.tctx, cpu) ||
-		    (homed_outside(qh.tctx, cpu) && !contract_reaches(qh.tctx, next, cpu)) ||
-		    !time_before(qh.vtime + slice_lag_ns / 2, vtime))
+		if (!head_behind(part, cpu, vtime, owner_here))
 			continue;
 		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
 			ps->pulled_at = now;

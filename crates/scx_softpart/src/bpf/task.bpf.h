@@ -362,6 +362,18 @@ static __always_inline bool owner_queued_lately(u32 part)
 	return ps && time_before(now_ns(), ps->owner_queued_at + slice_ns);
 }
 
+/*
+ * @tctx's task, counted in a partition queue (part_queued), has left it:
+ * it runs, or was dequeued, or is being queued again.
+ */
+static __always_inline void note_left_queue(struct task_ctx *tctx)
+{
+	if (!tctx->part_queued)
+		return;
+	count_unqueued(tctx->part_queued - 1);
+	tctx->part_queued = 0;
+}
+
 /* Queue @p in @part's queue by vtime, remembering where it waits. */
 static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
 					  u32 part, u64 enq_flags)
@@ -369,6 +381,7 @@ static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx
 	u64 vtime = task_vtime(p, tctx, part);
 
 	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, vtime, enq_flags);
+	count_queued(part);
 	if (tctx) {
 		tctx->part_queued = part + 1;
 		tctx->queued_at_lead = at_lead_cap(tctx, part, vtime);
