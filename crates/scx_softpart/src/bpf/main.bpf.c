@@ -43,6 +43,7 @@ char _license[] SEC("license") = "GPL";
 UEI_DEFINE(uei);
 
 #include "config.bpf.h"
+#include "verify.bpf.h"
 #include "stats.bpf.h"
 #include "cpu.bpf.h"
 #include "idle.bpf.h"
@@ -333,10 +334,10 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 /*
  * About to go idle: take waiting work from the other partitions, nearest
  * first, deferring heads that just ran on a CPU its owners just used (see
- * head_stealable()); the timer brings the CPU back for them. A global
- * function, verified once on its own (see head_stealable()).
+ * head_stealable()); the timer brings the CPU back for them. Verified
+ * alone (verify.bpf.h), as the walk's step and check it calls.
  */
-__hidden int steal_or_idle(s32 cpu, u32 own)
+__verified_alone int steal_or_idle(s32 cpu, u32 own)
 {
 	u64 now = now_ns(), ready_at = 0;
 	bool defer = owners_recent(cpu, now);

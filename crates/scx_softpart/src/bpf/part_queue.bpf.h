@@ -23,6 +23,7 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "config.bpf.h"
+#include "verify.bpf.h"
 
 struct part_queued {
 	s64 nr;
@@ -144,11 +145,10 @@ static __always_inline void part_walk_start(struct part_walk *w, u32 own)
 }
 
 /*
- * The next partition of the walk, or -1 when none is left. A global
- * function, verified once on its own: inlined into the callers' loops,
- * its ring loop multiplied the states the verifier keeps for them.
+ * The next partition of the walk, or -1 when none is left. Verified
+ * alone (verify.bpf.h): the callers call it in a loop.
  */
-__hidden s32 part_walk_next(struct part_walk *w)
+__verified_alone s32 part_walk_next(struct part_walk *w)
 {
 	u32 r, idx;
 	u64 bit;

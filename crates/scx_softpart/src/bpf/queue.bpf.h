@@ -211,10 +211,10 @@ static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
  * is a head held for @cpu (a visitor it switched out for a passing task),
  * and a head homed on @cpu: a task of this CPU's own that waits away from
  * home (queue_part_away()) is the very task its owners would want it for.
- * A global function, verified once on its own: the walks over partitions
- * call it in a loop, where inlined it multiplied the verifier's states.
+ * Verified alone (verify.bpf.h): the walks over partitions call it in a
+ * loop.
  */
-__hidden bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
+__verified_alone bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
 {
 	struct queue_head qh;
 	struct task_ctx *tctx;
@@ -304,41 +304,13 @@ static bool prev_not_behind(struct task_struct *prev, const struct queue_head *q
 }
 
 /*
- * Fairness across partitions: a queue head of another partition behind
- * @vtime (what @cpu would run next) by more than half the sleeper credit
- * is taken instead, nearest partition first. Each partition's CPUs serve
- * its own queue first; without this, the tenants of a partition with few
- * tasks per CPU would keep it while another partition's tenants, entitled
- * to as much, waited: a task at its entitlement advances in vtime at the
- * wall clock's rate whatever its partition (cgroup.bpf.h), so a head that
- * far behind is owed CPU time its own CPUs do not give it.
- * Half the credit: below it, so that a deficit shows before the queue's
- * clamp (task_vtime()) forgives it; well above the slice or two partitions
- * progressing at the same rate drift apart by, so that they do not trade
- * tasks. Never a homed head onto a CPU outside its home, unless the
- * contract reaches there (contract_reaches(): its home is entitled beyond
- * its CPUs, and what @cpu would run is an owner of a home that is not:
- * @owner_here, see owner_here()): homes decide where a tenant runs, and
- * otherwise its CPU time beyond them comes from idle CPUs
- * (steal_or_idle()); pulling it out
- * would move the instance off its node whenever its home is the busier
- * one.
- * One pull per partition per half the credit (part_state.pulled_at): a
- * pulled task speeds up the partition it left by its share only, so that
- * partition's clock closes the gap over the following slices; pulling at every dispatch until then
- * would take every head of a queue that far behind, and the overshoot
- * would send tasks back the other way.
- * A global function, verified once on its own, as head_stealable().
- */
-/*
  * Is @part's head a task pull_behind() may take to @cpu: behind @vtime by
  * more than half the sleeper credit, not held for another CPU, and homed
  * on @cpu or without a home, unless the contract reaches (@owner_here:
  * what @cpu would run is an owner there whose home is not entitled
- * beyond its CPUs)? A global function, for the verifier, as
- * head_stealable().
+ * beyond its CPUs)? Verified alone (verify.bpf.h), as head_stealable().
  */
-__hidden bool head_behind(u32 part, s32 cpu, u64 vtime, bool owner_here)
+__verified_alone bool head_behind(u32 part, s32 cpu, u64 vtime, bool owner_here)
 {
 	struct queue_head qh = queue_head(part);
 	struct task_ctx *h = qh.tctx;
@@ -360,7 +332,33 @@ static __always_inline bool owner_here(struct task_ctx *next, s32 cpu)
 	return next && !home_entitled_beyond(next->home_id) && homed_on(next, cpu);
 }
 
-__hidden bool pull_behind(s32 cpu, u32 own, u64 vtime, bool owner_here)
+/*
+ * Fairness across partitions: a queue head of another partition behind
+ * @vtime (what @cpu would run next) by more than half the sleeper credit
+ * is taken instead, nearest partition first. Each partition's CPUs serve
+ * its own queue first; without this, the tenants of a partition with few
+ * tasks per CPU would keep it while another partition's tenants, entitled
+ * to as much, waited: a task at its entitlement advances in vtime at the
+ * wall clock's rate whatever its partition (cgroup.bpf.h), so a head that
+ * far behind is owed CPU time its own CPUs do not give it.
+ * Half the credit: below it, so that a deficit shows before the queue's
+ * clamp (task_vtime()) forgives it; well above the slice or two partitions
+ * progressing at the same rate drift apart by, so that they do not trade
+ * tasks. Never a homed head onto a CPU outside its home, unless the
+ * contract reaches there (contract_reaches(): its home is entitled beyond
+ * its CPUs, and what @cpu would run is an owner of a home that is not:
+ * @owner_here, see owner_here()): homes decide where a tenant runs, and
+ * otherwise its CPU time beyond them comes from idle CPUs
+ * (steal_or_idle()); pulling it out would move the instance off its node
+ * whenever its home is the busier one.
+ * One pull per partition per half the credit (part_state.pulled_at): a
+ * pulled task speeds up the partition it left by its share only, so that
+ * partition's clock closes the gap over the following slices; pulling at
+ * every dispatch until then would take every head of a queue that far
+ * behind, and the overshoot would send tasks back the other way.
+ * Verified alone (verify.bpf.h), as head_stealable().
+ */
+__verified_alone bool pull_behind(s32 cpu, u32 own, u64 vtime, bool owner_here)
 {
 	struct part_state *ps = part_state(own);
 	struct part_walk walk;

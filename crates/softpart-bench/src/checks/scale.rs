@@ -4,10 +4,16 @@ use super::{Check, Results, probe_of};
 use anyhow::{Context, Result, bail};
 use softpart_core::control::StatView;
 
-pub(super) const TESTS: &[(&str, Check)] = &[(
-    "control_plane_reads_little_at_2000_cgroups",
-    control_plane_at_2000_cgroups,
-)];
+pub(super) const TESTS: &[(&str, Check)] = &[
+    (
+        "control_plane_reads_little_at_2000_cgroups",
+        control_plane_at_2000_cgroups,
+    ),
+    (
+        "callbacks_verify_in_bounded_steps",
+        callbacks_verify_in_bounded_steps,
+    ),
+];
 
 /// Map traffic the control plane may cost at steady state, bytes per s.
 const MAX_TRAFFIC: f64 = 1e6;
@@ -90,6 +96,60 @@ fn control_plane_cost(r: &Results, scenario: &str, policy: &str) -> Result<Strin
     };
     if read + written > MAX_TRAFFIC {
         bail!("{said}: more than {:.0} KB/s", MAX_TRAFFIC / 1e3);
+    }
+    Ok(said)
+}
+
+/// Instructions the verifier may walk to load all of the scheduler's
+/// callbacks, and any one of them. Loading takes time in proportion
+/// (seconds per 100,000 under TCG, where every guest test loads the
+/// scheduler again), and the fast path's loops call functions the
+/// verifier must check once on their own (verify.bpf.h): walked again at
+/// each call instead, they took the whole to about 215,000 and dispatch
+/// alone to 133,000; the build before the loops took about 87,000.
+const MAX_VERIFIED_INSNS: f64 = 120_000.0;
+const MAX_VERIFIED_INSNS_ONE: f64 = 40_000.0;
+
+/// The verifier's walk of every callback, from the kernel's count of
+/// each program's verified instructions (callback_costs figures).
+fn callbacks_verify_in_bounded_steps(r: &Results) -> Result<String> {
+    let run = r.run_of("cgroups-2000", CGROUPS_2000_POLICY)?;
+    let figures = crate::table::probe_figures(run);
+    let per_cb: Vec<(&str, f64)> = figures
+        .iter()
+        .filter_map(|(k, &v)| {
+            k.strip_prefix("cb_")
+                .and_then(|k| k.strip_suffix("_verified_insns"))
+                .map(|cb| (cb, v))
+        })
+        .collect();
+    // The callbacks of every scheduling event are called in any window.
+    for cb in [
+        "select_cpu",
+        "enqueue",
+        "dispatch",
+        "running",
+        "stopping",
+        "tick",
+    ] {
+        if !per_cb.iter().any(|(n, _)| *n == cb) {
+            bail!("no verified-instruction count for {cb}: {per_cb:?}");
+        }
+    }
+    let total: f64 = per_cb.iter().map(|(_, v)| v).sum();
+    let (top, top_n) = per_cb
+        .iter()
+        .copied()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("callbacks");
+    let said = format!(
+        "the verifier walked {total:.0} instructions over the {} callbacks called, the most {top_n:.0} for {top}",
+        per_cb.len()
+    );
+    if total > MAX_VERIFIED_INSNS || top_n > MAX_VERIFIED_INSNS_ONE {
+        bail!(
+            "{said}: more than {MAX_VERIFIED_INSNS:.0} in all or {MAX_VERIFIED_INSNS_ONE:.0} for one"
+        );
     }
     Ok(said)
 }
