@@ -1,8 +1,9 @@
 //! Large hosts: the control plane's cost at thousands of cgroups.
 
-use super::{Check, Results, probe_of};
+use super::{Check, Results, exit_of, probe_of, softpart_counters};
 use anyhow::{Context, Result, bail};
 use softpart_core::control::StatView;
+use std::collections::BTreeMap;
 
 pub(super) const TESTS: &[(&str, Check)] = &[
     (
@@ -13,7 +14,100 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         "callbacks_verify_in_bounded_steps",
         callbacks_verify_in_bounded_steps,
     ),
+    (
+        "fast_path_work_per_call_does_not_grow_to_64_cpus",
+        fast_path_work_per_call_does_not_grow,
+    ),
 ];
+
+/// fast-path-64's and fast-path-8's policy.
+const FAST_PATH_POLICY: &str = "softpart:--diag";
+
+/// The fast path's work per call at `scenario`: other CPUs' lines read per
+/// select_cpu call, other partitions' queue heads looked at per enqueue or
+/// dispatch call, and the most rounds a task waited (exit counters).
+fn work_per_call(r: &Results, scenario: &str) -> Result<(f64, f64, f64)> {
+    let c = softpart_counters(exit_of(r, scenario, FAST_PATH_POLICY)?)?;
+    let n = |k: &str| {
+        c[k].as_f64()
+            .with_context(|| format!("{scenario}: no {k} in the counters"))
+    };
+    let (select, queue) = (
+        n("calls_select_cpu")?,
+        n("calls_enqueue")? + n("calls_dispatch")?,
+    );
+    if select < 100.0 || queue < 1000.0 {
+        bail!(
+            "{scenario}: {select} select_cpu and {queue} enqueue and dispatch calls: too few to count"
+        );
+    }
+    Ok((
+        n("cpu_lines_read")? / select,
+        n("part_heads_read")? / queue,
+        n("max_wait_rounds")?,
+    ))
+}
+
+/// Each callback's verified instructions in `scenario`'s run.
+fn verified_insns(r: &Results, scenario: &str) -> Result<BTreeMap<String, f64>> {
+    let run = r.run_of(scenario, FAST_PATH_POLICY)?;
+    Ok(crate::table::probe_figures(run)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("cb_")
+                .and_then(|k| k.strip_suffix("_verified_insns"))
+                .map(|cb| (cb.to_string(), v))
+        })
+        .collect())
+}
+
+/// The same scenario on 8 and on 64 vCPUs (2 and 4 nodes): per call, the
+/// other CPUs' lines read and other partitions' heads looked at stay
+/// within twice the 8-vCPU figure (or 1 line and 2 heads, a walk's few
+/// looks: by construction at most 4 lines a lookup and 8 heads a walk,
+/// where a scan of every CPU reads 64 lines); the verifier walks each
+/// callback in as many instructions (within 2%: nothing it walks loops
+/// over the CPUs or partitions); and no task waits past the wait bound
+/// of a 16-CPU partition.
+fn fast_path_work_per_call_does_not_grow(r: &Results) -> Result<String> {
+    let (lines8, heads8, _) = work_per_call(r, "fast-path-8")?;
+    let (lines64, heads64, rounds64) = work_per_call(r, "fast-path-64")?;
+    let (v8, v64) = (
+        verified_insns(r, "fast-path-8")?,
+        verified_insns(r, "fast-path-64")?,
+    );
+    let said = format!(
+        "per select_cpu call {lines8:.3} other CPUs' lines read at 8 vCPUs, {lines64:.3} at 64; \
+         per enqueue or dispatch call {heads8:.3} other partitions' heads, {heads64:.3}; \
+         dispatch verified in {} and {} instructions; at most {rounds64} rounds waited at 64",
+        v8.get("dispatch").copied().unwrap_or(0.0),
+        v64.get("dispatch").copied().unwrap_or(0.0)
+    );
+    if lines64 > (2.0 * lines8).max(1.0) || heads64 > (2.0 * heads8).max(2.0) {
+        bail!("{said}: the work per call grew with the host");
+    }
+    for cb in [
+        "select_cpu",
+        "enqueue",
+        "dispatch",
+        "running",
+        "stopping",
+        "tick",
+    ] {
+        let (a, b) = (v8.get(cb), v64.get(cb));
+        let (Some(&a), Some(&b)) = (a, b) else {
+            bail!("{said}: no verified-instruction count for {cb} ({a:?} at 8, {b:?} at 64)");
+        };
+        if (b - a).abs() > 0.02 * a {
+            bail!("{said}: {cb} verified in {a} instructions at 8 vCPUs, {b} at 64");
+        }
+    }
+    let bound = super::waits::bound_rounds(16);
+    if rounds64 > bound {
+        bail!("{said}: past the wait bound ({bound} rounds)");
+    }
+    Ok(said)
+}
 
 /// Map traffic the control plane may cost at steady state, bytes per s.
 const MAX_TRAFFIC: f64 = 1e6;
