@@ -48,17 +48,36 @@ fn work_per_call(r: &Results, scenario: &str) -> Result<(f64, f64, f64)> {
     ))
 }
 
-/// Each callback's verified instructions in `scenario`'s run.
-fn verified_insns(r: &Results, scenario: &str) -> Result<BTreeMap<String, f64>> {
-    let run = r.run_of(scenario, FAST_PATH_POLICY)?;
-    Ok(crate::table::probe_figures(run)
+/// The callbacks of every scheduling event: called in any window.
+const PER_EVENT_CALLBACKS: [&str; 6] = [
+    "select_cpu",
+    "enqueue",
+    "dispatch",
+    "running",
+    "stopping",
+    "tick",
+];
+
+/// Each callback's verified instructions in `scenario`'s run under
+/// `policy` (callback_costs figures), with one for every callback of
+/// PER_EVENT_CALLBACKS.
+fn verified_insns(r: &Results, scenario: &str, policy: &str) -> Result<BTreeMap<String, f64>> {
+    let run = r.run_of(scenario, policy)?;
+    let per_cb: BTreeMap<String, f64> = crate::table::probe_figures(run)
         .into_iter()
         .filter_map(|(k, v)| {
             k.strip_prefix("cb_")
                 .and_then(|k| k.strip_suffix("_verified_insns"))
                 .map(|cb| (cb.to_string(), v))
         })
-        .collect())
+        .collect();
+    if let Some(cb) = PER_EVENT_CALLBACKS
+        .iter()
+        .find(|cb| !per_cb.contains_key(**cb))
+    {
+        bail!("{scenario}: no verified-instruction count for {cb}: {per_cb:?}");
+    }
+    Ok(per_cb)
 }
 
 /// The same scenario on 8 and on 64 vCPUs (2 and 4 nodes): per call, the
@@ -73,31 +92,21 @@ fn fast_path_work_per_call_does_not_grow(r: &Results) -> Result<String> {
     let (lines8, heads8, _) = work_per_call(r, "fast-path-8")?;
     let (lines64, heads64, rounds64) = work_per_call(r, "fast-path-64")?;
     let (v8, v64) = (
-        verified_insns(r, "fast-path-8")?,
-        verified_insns(r, "fast-path-64")?,
+        verified_insns(r, "fast-path-8", FAST_PATH_POLICY)?,
+        verified_insns(r, "fast-path-64", FAST_PATH_POLICY)?,
     );
     let said = format!(
         "per select_cpu call {lines8:.3} other CPUs' lines read at 8 vCPUs, {lines64:.3} at 64; \
          per enqueue or dispatch call {heads8:.3} other partitions' heads, {heads64:.3}; \
          dispatch verified in {} and {} instructions; at most {rounds64} rounds waited at 64",
-        v8.get("dispatch").copied().unwrap_or(0.0),
-        v64.get("dispatch").copied().unwrap_or(0.0)
+        v8["dispatch"], v64["dispatch"]
     );
     if lines64 > (2.0 * lines8).max(1.0) || heads64 > (2.0 * heads8).max(2.0) {
         bail!("{said}: the work per call grew with the host");
     }
-    for cb in [
-        "select_cpu",
-        "enqueue",
-        "dispatch",
-        "running",
-        "stopping",
-        "tick",
-    ] {
-        let (a, b) = (v8.get(cb), v64.get(cb));
-        let (Some(&a), Some(&b)) = (a, b) else {
-            bail!("{said}: no verified-instruction count for {cb} ({a:?} at 8, {b:?} at 64)");
-        };
+    for cb in PER_EVENT_CALLBACKS {
+        // Both hold every per-event callback (verified_insns()).
+        let (a, b) = (v8[cb], v64[cb]);
         if (b - a).abs() > 0.02 * a {
             bail!("{said}: {cb} verified in {a} instructions at 8 vCPUs, {b} at 64");
         }
@@ -207,34 +216,12 @@ const MAX_VERIFIED_INSNS_ONE: f64 = 40_000.0;
 /// The verifier's walk of every callback, from the kernel's count of
 /// each program's verified instructions (callback_costs figures).
 fn callbacks_verify_in_bounded_steps(r: &Results) -> Result<String> {
-    let run = r.run_of("cgroups-2000", CGROUPS_2000_POLICY)?;
-    let figures = crate::table::probe_figures(run);
-    let per_cb: Vec<(&str, f64)> = figures
-        .iter()
-        .filter_map(|(k, &v)| {
-            k.strip_prefix("cb_")
-                .and_then(|k| k.strip_suffix("_verified_insns"))
-                .map(|cb| (cb, v))
-        })
-        .collect();
-    // The callbacks of every scheduling event are called in any window.
-    for cb in [
-        "select_cpu",
-        "enqueue",
-        "dispatch",
-        "running",
-        "stopping",
-        "tick",
-    ] {
-        if !per_cb.iter().any(|(n, _)| *n == cb) {
-            bail!("no verified-instruction count for {cb}: {per_cb:?}");
-        }
-    }
-    let total: f64 = per_cb.iter().map(|(_, v)| v).sum();
+    let per_cb = verified_insns(r, "cgroups-2000", CGROUPS_2000_POLICY)?;
+    let total: f64 = per_cb.values().sum();
     let (top, top_n) = per_cb
         .iter()
-        .copied()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(cb, &n)| (cb.clone(), n))
         .expect("callbacks");
     let said = format!(
         "the verifier walked {total:.0} instructions over the {} callbacks called, the most {top_n:.0} for {top}",
