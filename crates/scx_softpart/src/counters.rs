@@ -1,6 +1,6 @@
-//! Reading the fast path's statistics. Each CPU keeps its own copy
-//! (src/bpf/stats.bpf.h), so that counting shares no cache line between
-//! CPUs; this sums them, by group and by partition.
+//! Reading the fast path's statistics (src/bpf/stats.bpf.h): each CPU
+//! keeps its own copy of the counters, and each node its own copy of a
+//! group's histogram; this sums them, by group and by partition.
 
 use crate::bpf_intf::{sp_cpu_stats, sp_group_stats, sp_hist};
 use crate::bpf_skel::BpfMaps;
@@ -47,9 +47,25 @@ pub(crate) fn group_per_cpu(maps: &BpfMaps, slot: u32) -> Vec<sp_group_stats> {
     per_cpu(&maps.group_stats, slot)
 }
 
-/// A group slot's run-delay histogram, summed over the CPUs.
+/// The keys of a group slot's run-delay histograms in group_hists, one
+/// per load domain (src/bpf/stats.bpf.h).
+fn hist_keys(maps: &BpfMaps, slot: u32) -> std::ops::Range<u32> {
+    let domains = maps.rodata_data.as_ref().map_or(1, |r| r.hist_domains);
+    slot * domains..(slot + 1) * domains
+}
+
+/// A group slot's run-delay histogram, summed over the load domains.
 fn group_hist(maps: &BpfMaps, slot: u32) -> Vec<u64> {
-    sum_hists(per_cpu::<sp_hist>(&maps.group_hists, slot).iter())
+    let hists: Vec<sp_hist> = hist_keys(maps, slot)
+        .filter_map(|k| {
+            maps.group_hists
+                .lookup(&k.to_ne_bytes(), MapFlags::ANY)
+                .ok()
+                .flatten()
+        })
+        .filter_map(|b| read(&b))
+        .collect();
+    sum_hists(hists.iter())
 }
 
 fn sum_hists<'a>(hists: impl Iterator<Item = &'a sp_hist>) -> Vec<u64> {
@@ -122,15 +138,20 @@ pub(crate) fn partition(cpus_stats: &[sp_cpu_stats], cpus: &BTreeSet<usize>) -> 
     raw
 }
 
-/// Zeroes a group slot's counters and gives it a histogram, for a home id
-/// taken by a new group.
+/// Zeroes a group slot's counters and histograms, for a home id taken by
+/// a new group.
 pub(crate) fn reset_group(maps: &BpfMaps, slot: u32) -> anyhow::Result<()> {
     let ncpus = libbpf_rs::num_possible_cpus()?;
     let key = slot.to_ne_bytes();
-    let zeros = |size: usize| vec![vec![0u8; size]; ncpus];
-    maps.group_stats
-        .update_percpu(&key, &zeros(size_of::<sp_group_stats>()), MapFlags::ANY)?;
-    maps.group_hists
-        .update_percpu(&key, &zeros(size_of::<sp_hist>()), MapFlags::ANY)?;
+    maps.group_stats.update_percpu(
+        &key,
+        &vec![vec![0u8; size_of::<sp_group_stats>()]; ncpus],
+        MapFlags::ANY,
+    )?;
+    let zeros = vec![0u8; size_of::<sp_hist>()];
+    for k in hist_keys(maps, slot) {
+        maps.group_hists
+            .update(&k.to_ne_bytes(), &zeros, MapFlags::ANY)?;
+    }
     Ok(())
 }

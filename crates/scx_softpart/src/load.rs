@@ -195,6 +195,15 @@ pub(crate) fn open_skel<'a>(
         rodata.part_word[part] = w;
     }
     rodata.nr_part_words = nr_words as u32;
+    let hist_domains = layout
+        .machine
+        .load_domains(bpf_intf::softpart_consts_SP_LOAD_DOMAINS as usize)
+        as u32;
+    rodata.hist_domains = hist_domains;
+    skel.maps
+        .group_hists
+        .set_max_entries(bpf_intf::softpart_consts_SP_NR_GROUP_SLOTS * hist_domains)
+        .context("sizing group_hists")?;
     Ok((skel, idle_nodes.is_some()))
 }
 

@@ -69,6 +69,12 @@ impl Machine {
         }
     }
 
+    /// The load domains the fast path keeps per-node copies for (a CPU's
+    /// is its node id modulo this many): one per node id, at most `max`.
+    pub fn load_domains(&self, max: usize) -> usize {
+        self.nodes.len().clamp(1, max.max(1))
+    }
+
     pub fn llc_of(&self, cpu: usize) -> Option<usize> {
         self.llcs.iter().position(|l| l.contains(&cpu))
     }

@@ -18,7 +18,13 @@ typedef long long s64;
 #include "../../../../bpf/include/softpart_events.h"
 
 enum softpart_consts {
-	SP_MAX_CPUS = 512,
+	/*
+	 * CPU ids (the kernel's nr_cpu_ids) the scheduler takes. What is
+	 * sized by it: the per-CPU lines other CPUs read and the per-CPU
+	 * lines a CPU writes (2 x 64 bytes each), the topology tables and
+	 * a home's CPU words; nothing on a scheduling event loops up to it.
+	 */
+	SP_MAX_CPUS = 4096,
 	SP_CPU_WORDS = SP_MAX_CPUS / 64,
 	SP_MAX_PARTS = 64,
 	SP_MAX_NODES = 64,

@@ -1001,11 +1001,19 @@ int set_home(struct sp_home_args *args)
 		bpf_cpumask_release(cpus);
 		return -ENOMEM;
 	}
-#pragma unroll
-	for (w = 0; w < SP_CPU_WORDS; w++) {
-		u64 c = args->cpus[w], n = args->near[w];
+	/*
+	 * The words that hold CPU ids below nr_cpus, at most SP_CPU_WORDS.
+	 * The verifier takes no variable offset into a program's context:
+	 * each word is read from its address.
+	 */
+	bpf_for(w, 0, (nr_cpus + 63) / 64) {
+		u64 c = 0, n = 0;
 		u32 b;
 
+		if (w >= SP_CPU_WORDS)
+			break;
+		bpf_probe_read_kernel(&c, sizeof(c), (void *)((u64)args->cpus + w * sizeof(c)));
+		bpf_probe_read_kernel(&n, sizeof(n), (void *)((u64)args->near + w * sizeof(n)));
 		if (!c && !n)
 			continue;
 		bpf_for(b, 0, 64) {

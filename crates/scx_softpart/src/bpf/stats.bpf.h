@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Statistics, all per CPU: the event counters, each group's run time,
- * waits and migrations, and the run-delay histograms. A CPU writes only
- * its own copy, with plain adds; the control plane sums the CPUs. Nothing
- * here is shared between CPUs, so counting costs no cache-line traffic on
- * a large machine.
+ * Statistics: the event counters and each group's run time, waits and
+ * migrations per CPU (a CPU writes only its own copy, with plain adds;
+ * the control plane sums the CPUs), and each group's run-delay histogram
+ * per NUMA node (group_hists).
  */
 #ifndef __SOFTPART_STATS_BPF_H
 #define __SOFTPART_STATS_BPF_H
@@ -25,14 +24,17 @@ struct {
 } group_stats SEC(".maps");
 
 /*
- * Run-delay histograms per group slot: only for the slots in use (the
- * control plane adds a slot's entry when it defines the home), as a
- * histogram per slot per CPU for every possible home would take megabytes
- * on a large machine.
+ * Run-delay histograms per group slot and load domain, not per CPU (a
+ * histogram is 2.5 KB: per CPU it would be that times every possible CPU
+ * for every home). Entry slot * hist_domains + domain; a CPU's domain is
+ * its node id modulo hist_domains (at most SP_LOAD_DOMAINS, set at load
+ * with max_entries), so the CPUs adding to one entry are a node's, never
+ * another socket's, and they add atomically.
  */
+const volatile u32 hist_domains = 1;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SP_NR_GROUP_SLOTS);
 	__type(key, u32);
 	__type(value, struct sp_hist);
@@ -96,6 +98,17 @@ static __always_inline void hist_add(struct sp_hist *h, u64 v)
 		h->buckets[idx]++;
 }
 
+/* Adds @v to @slot's histogram of this CPU's node (shared with its CPUs). */
+static __always_inline void group_hist_add(u32 slot, u64 v)
+{
+	u32 domain = cpu_attr(cpu_node, bpf_get_smp_processor_id()) % hist_domains;
+	u32 key = slot * hist_domains + domain, idx = sp_hist_bucket(v);
+	struct sp_hist *h = bpf_map_lookup_elem(&group_hists, &key);
+
+	if (h && idx < SP_HIST_NR_BUCKETS)
+		__sync_fetch_and_add(&h->buckets[idx], 1);
+}
+
 static __always_inline enum sp_dist migration_dist(s32 from, s32 to)
 {
 	if (cpu_attr(cpu_core, from) == cpu_attr(cpu_core, to))
@@ -117,7 +130,7 @@ static void record_delay(u32 hid, struct sp_group_stats *gs, u64 delay)
 		gs->delay_ns += delay;
 		gs->nr_delays++;
 	}
-	hist_add(bpf_map_lookup_elem(&group_hists, &slot), delay);
+	group_hist_add(slot, delay);
 	if (cs) {
 		cs->delay_ns += delay;
 		cs->nr_delays++;

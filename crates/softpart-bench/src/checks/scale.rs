@@ -18,6 +18,10 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         "fast_path_work_per_call_does_not_grow_to_64_cpus",
         fast_path_work_per_call_does_not_grow,
     ),
+    (
+        "starts_with_1024_possible_cpu_ids",
+        starts_with_1024_possible_cpu_ids,
+    ),
 ];
 
 /// fast-path-64's and fast-path-8's policy.
@@ -238,3 +242,79 @@ fn callbacks_verify_in_bounded_steps(r: &Results) -> Result<String> {
 /// cgroups-2000's policy (--diag counts the work per call).
 const CGROUPS_2000_POLICY: &str =
     "softpart:--diag --config /etc/softpart.toml --balance /bench/tree/p*";
+
+/// cpu-ids-1024's policy.
+const CPU_IDS_POLICY: &str = "softpart:--config /etc/softpart.toml";
+
+/// BPF map memory the scheduler may hold with 1,024 possible CPU ids:
+/// per-CPU maps take an entry for each (the per-home counters are most of
+/// it, 176 bytes a CPU id a home slot).
+const MAX_MEMLOCK_KB_1024_IDS: f64 = 64.0 * 1024.0;
+
+/// A guest whose firmware lists 1,024 CPUs with 8 present: the kernel
+/// counts all as possible, and the scheduler runs there with 300 cgroups
+/// (their caps held, homes kept, no table full) in BPF maps of at most
+/// MAX_MEMLOCK_KB_1024_IDS. A run-delay histogram per CPU per home (2.5 KB
+/// each, allocated per possible CPU) exhausted this guest's memory.
+fn starts_with_1024_possible_cpu_ids(r: &Results) -> Result<String> {
+    let run = r.run_of("cpu-ids-1024", CPU_IDS_POLICY)?;
+    let (_, _, ids) = probe_of(run, "cat /sys/devices/system/cpu/possible")?;
+    let mut ids = ids.lines();
+    let (possible, present) = (ids.next().unwrap_or(""), ids.next().unwrap_or(""));
+    if possible != "0-1023" {
+        bail!("possible CPUs {possible:?} (present {present:?}): expected 0-1023");
+    }
+    let (_, _, log) = probe_of(run, "i=0; until grep")?;
+    if !log.starts_with("made 300 cgroups") || log.contains("failed") {
+        bail!("the tree was not made: {log}");
+    }
+    let (_, code, out) = probe_of(run, "softpart stat --json")?;
+    if *code != 0 {
+        bail!("softpart stat --json: exit {code}: {out}");
+    }
+    let view: StatView = serde_json::from_str(out)
+        .with_context(|| format!("parsing softpart stat --json: {out}"))?;
+    if view.held.cgroup_slots < 300 || view.held.cgroup_homes < 20 || !view.limits.is_empty() {
+        bail!(
+            "{} cgroup slots and {} cgroup homes held for 300 cgroups and 20 homes, limits hit {:?}",
+            view.held.cgroup_slots,
+            view.held.cgroup_homes,
+            view.limits
+        );
+    }
+    let mut caps = Vec::new();
+    for path in ["/bench/tree/p0/c8", "/bench/tree/p1/c16"] {
+        let t = view
+            .tenants
+            .iter()
+            .find(|t| t.path == path)
+            .with_context(|| format!("no tenant {path} in softpart stat"))?;
+        let cap = t.cap_cpus.with_context(|| format!("{path}: no cap"))?;
+        if t.cpus_used > cap * 1.1 || t.cpus_used < cap * 0.25 {
+            bail!(
+                "{path} used {:.3} CPUs under a cap of {cap}: not within [0.25, 1.1] x its cap (run, and held to it)",
+                t.cpus_used
+            );
+        }
+        caps.push(format!("{:.3}", t.cpus_used));
+    }
+    let memlock = crate::table::probe_figures(run)
+        .get("bpf_map_memlock_kb")
+        .copied()
+        .context("no bpf_map_memlock_kb figure")?;
+    let said = format!(
+        "possible CPUs {possible}, present {present}; {} cgroup slots, {} cgroup homes; the capped \
+         spinners used {} CPUs under caps of 0.05; BPF maps {:.1} MB",
+        view.held.cgroup_slots,
+        view.held.cgroup_homes,
+        caps.join(" and "),
+        memlock / 1024.0
+    );
+    if memlock > MAX_MEMLOCK_KB_1024_IDS {
+        bail!(
+            "{said}: more than {:.0} MB",
+            MAX_MEMLOCK_KB_1024_IDS / 1024.0
+        );
+    }
+    Ok(said)
+}
