@@ -125,6 +125,14 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "DIR")]
     pub(crate) state_dir: Option<PathBuf>,
 
+    /// Home ids to make room for: every cgroup a config rule or the
+    /// balancer gives a home and every `softpart prefer` takes one. Each
+    /// costs 192 bytes of counters per CPU id. Default: 1024, fewer on
+    /// hosts of more than 341 CPU ids (64 MB of counters at most), never
+    /// fewer than 256. Past it a new home is refused, naming the limit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16384))]
+    pub(crate) max_homes: Option<u32>,
+
     /// Where the `softpart` CLI reaches the scheduler.
     #[arg(long, default_value = softpart_core::control::DEFAULT_SOCKET)]
     pub(crate) control_socket: PathBuf,
@@ -200,6 +208,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn max_homes_goes_up_to_the_fast_paths_table() {
+        // homes.rs checks 16384 is the fast path's table.
+        assert_eq!(
+            parse(&["--max-homes", "16384"]).unwrap().max_homes,
+            Some(16384)
+        );
+        let err = parse(&["--max-homes", "16385"]).unwrap_err().to_string();
+        assert!(
+            err.contains("--max-homes") && err.contains("16385"),
+            "{err}"
+        );
+        assert_eq!(parse(&[]).unwrap().max_homes, None);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Reading the fast path's statistics (src/bpf/stats.bpf.h): each CPU
-//! keeps its own copy of the counters, and each node its own copy of a
-//! group's histogram; this sums them, by group and by partition.
+//! keeps its own copy of the counters (a group's in group_stats.rs's
+//! mapping), and each node its own copy of a group's histogram; this sums
+//! them, by group and by partition.
 
 use crate::bpf_intf::{sp_cpu_stats, sp_group_stats, sp_hist};
 use crate::bpf_skel::BpfMaps;
+use crate::group_stats::GroupStats;
 use crate::stats::RawCounters;
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::BTreeSet;
@@ -42,11 +44,6 @@ pub(crate) fn events(cpus: &[sp_cpu_stats]) -> Vec<u64> {
     sum
 }
 
-/// A group slot's counters, one per CPU.
-pub(crate) fn group_per_cpu(maps: &BpfMaps, slot: u32) -> Vec<sp_group_stats> {
-    per_cpu(&maps.group_stats, slot)
-}
-
 /// The keys of a group slot's run-delay histograms in group_hists, one
 /// per load domain (src/bpf/stats.bpf.h).
 fn hist_keys(maps: &BpfMaps, slot: u32) -> std::ops::Range<u32> {
@@ -81,18 +78,18 @@ fn sum_hists<'a>(hists: impl Iterator<Item = &'a sp_hist>) -> Vec<u64> {
 
 /// A group slot's counters with its run-delay histogram, summed over the
 /// CPUs: what a statistics or metrics request reports.
-pub(crate) fn group(maps: &BpfMaps, slot: u32) -> RawCounters {
+pub(crate) fn group(maps: &BpfMaps, stats: &GroupStats, slot: u32) -> RawCounters {
     RawCounters {
         delay_hist: group_hist(maps, slot),
-        ..group_counts(maps, slot)
+        ..group_counts(stats, slot)
     }
 }
 
-/// A group slot's counters without the histogram (the histograms are
-/// most of a group's per-CPU bytes; the periodic samples need none of it).
-pub(crate) fn group_counts(maps: &BpfMaps, slot: u32) -> RawCounters {
+/// A group slot's counters without the histogram (the periodic samples
+/// need none of it).
+pub(crate) fn group_counts(stats: &GroupStats, slot: u32) -> RawCounters {
     let mut raw = RawCounters::default();
-    for g in group_per_cpu(maps, slot) {
+    for g in stats.per_cpu(slot) {
         raw.run_home_ns += g.run_home_ns;
         raw.run_away_ns += g.run_away_ns;
         raw.run_away_room_ns += g.run_away_room_ns;
@@ -140,14 +137,8 @@ pub(crate) fn partition(cpus_stats: &[sp_cpu_stats], cpus: &BTreeSet<usize>) -> 
 
 /// Zeroes a group slot's counters and histograms, for a home id taken by
 /// a new group.
-pub(crate) fn reset_group(maps: &BpfMaps, slot: u32) -> anyhow::Result<()> {
-    let ncpus = libbpf_rs::num_possible_cpus()?;
-    let key = slot.to_ne_bytes();
-    maps.group_stats.update_percpu(
-        &key,
-        &vec![vec![0u8; size_of::<sp_group_stats>()]; ncpus],
-        MapFlags::ANY,
-    )?;
+pub(crate) fn reset_group(maps: &BpfMaps, stats: &GroupStats, slot: u32) -> anyhow::Result<()> {
+    stats.reset(slot);
     let zeros = vec![0u8; size_of::<sp_hist>()];
     for k in hist_keys(maps, slot) {
         maps.group_hists

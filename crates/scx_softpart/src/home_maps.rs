@@ -32,7 +32,7 @@ impl Scheduler<'_> {
         )?;
         let id = assigned.id;
         if assigned.new
-            && let Err(e) = counters::reset_group(&self.skel.maps, id)
+            && let Err(e) = counters::reset_group(&self.skel.maps, &self.group_stats, id)
         {
             bail!("resetting the statistics of home id {id}: {e:#}");
         }

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 
 use crate::bpf_intf;
 
+/// The most home ids the fast path takes (`--max-homes` up to this).
 pub const MAX_HOMES: usize = bpf_intf::softpart_consts_SP_MAX_HOMES as usize;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -23,9 +24,14 @@ pub struct Home {
     pub softness: Option<Softness>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HomeTable {
     slots: Vec<Option<Home>>,
+    /// Ids there are (the fast path's table, sized at load).
+    capacity: usize,
+    /// Groups turned away with every id taken, and the latest.
+    refused: u64,
+    last_refused: String,
 }
 
 /// What `assign` did.
@@ -54,6 +60,25 @@ pub fn forget_cgroup(
 }
 
 impl HomeTable {
+    /// A table of `capacity` ids (at most MAX_HOMES).
+    pub fn new(capacity: usize) -> HomeTable {
+        HomeTable {
+            slots: Vec::new(),
+            capacity: capacity.min(MAX_HOMES),
+            refused: 0,
+            last_refused: String::new(),
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Groups turned away so far for want of an id, and the latest.
+    pub fn refused(&self) -> (u64, &str) {
+        (self.refused, &self.last_refused)
+    }
+
     /// The id of `home.label`'s group, updated to `home`. A new group takes
     /// a free id; when there is none, ids that `referenced()` does not list
     /// are freed first.
@@ -84,7 +109,12 @@ impl HomeTable {
                 match self.free_slot() {
                     Some(id) => id,
                     None => {
-                        bail!("too many groups with a home (at most {MAX_HOMES}); clear some first")
+                        self.refused += 1;
+                        self.last_refused = home.label.clone();
+                        bail!(
+                            "too many groups with a home (home_ids: {} entries, --max-homes); clear some first",
+                            self.capacity
+                        )
                     }
                 }
             }
@@ -103,7 +133,7 @@ impl HomeTable {
     fn free_slot(&self) -> Option<u32> {
         match self.slots.iter().position(Option::is_none) {
             Some(i) => Some(i as u32),
-            None if self.slots.len() < MAX_HOMES => Some(self.slots.len() as u32),
+            None if self.slots.len() < self.capacity => Some(self.slots.len() as u32),
             None => None,
         }
     }
@@ -173,7 +203,7 @@ mod tests {
 
     #[test]
     fn one_id_per_group() {
-        let mut t = HomeTable::default();
+        let mut t = HomeTable::new(MAX_HOMES);
         let none = BTreeSet::new;
         let a = t.assign(home("/db1", 0..4), none).unwrap();
         let b = t.assign(home("/db2", 0..4), none).unwrap();
@@ -194,7 +224,7 @@ mod tests {
     #[test]
     fn a_cgroup_made_again_keeps_its_id_when_the_old_one_goes() {
         let mut groups = std::collections::BTreeMap::new();
-        let mut t = HomeTable::default();
+        let mut t = HomeTable::new(MAX_HOMES);
         let a = t.assign(home("/bench/a", 0..2), BTreeSet::new).unwrap().id;
         groups.insert(10, "/bench/a".to_string());
         // Removed and made again at the same path: same label, same id.
@@ -214,7 +244,7 @@ mod tests {
 
     #[test]
     fn unreferenced_groups_are_released() {
-        let mut t = HomeTable::default();
+        let mut t = HomeTable::new(MAX_HOMES);
         for label in ["pid 1", "/db", "pid 2"] {
             t.assign(home(label, 0..2), BTreeSet::new).unwrap();
         }
@@ -230,8 +260,15 @@ mod tests {
     }
 
     #[test]
+    fn max_homes_option_reaches_the_fast_paths_table() {
+        // cli.rs: --max-homes takes 1..=16384.
+        assert_eq!(MAX_HOMES, 16384);
+    }
+
+    #[test]
     fn reuses_only_unreferenced_ids_when_full() {
-        let mut t = HomeTable::default();
+        const MAX_HOMES: usize = 300;
+        let mut t = HomeTable::new(MAX_HOMES);
         for i in 0..MAX_HOMES {
             t.assign(home(&format!("pid {i}"), 0..1), BTreeSet::new)
                 .unwrap();
@@ -242,6 +279,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("too many groups"), "{e}");
+        assert!(e.contains("home_ids: 300 entries"), "{e}");
+        assert_eq!(t.refused(), (1, "/late"));
         // Everything still there after a failed attempt.
         assert_eq!(t.iter().count(), MAX_HOMES);
         let mut some = all.clone();

@@ -1,9 +1,10 @@
-//! The fast path's full tables, said out loud (softpart_core::limits):
-//! each second the control plane compares each limit's event count with
+//! The full tables, said out loud (softpart_core::limits): each second
+//! the control plane compares each fast-path limit's event count with
 //! what it saw, names the latest subject the fast path left
-//! (limit_subject[]) and logs a limit's first hit at warning level. The
-//! counts are fast-path events (`softpart_events_total`); `softpart stat`
-//! lists the limits hit.
+//! (limit_subject[]) and logs a limit's first hit at warning level; the
+//! same for its own table of home ids, from the refusals it counted. The
+//! fast path's counts are events (`softpart_events_total`); every limit's
+//! is `softpart_limit_refusals_total`; `softpart stat` lists the limits hit.
 
 use crate::bpf_intf as intf;
 use crate::{EVENT_NAMES, Scheduler, counters};
@@ -80,9 +81,22 @@ const FAST_LIMITS: [FastLimit; 5] = [
     },
 ];
 
-/// Every limit `softpart stat` may list.
-pub(crate) fn all() -> Vec<Limit> {
-    FAST_LIMITS.iter().map(|l| l.limit).collect()
+/// The control plane's table of home ids, of `size` entries (set at load).
+fn home_ids(size: usize) -> Limit {
+    Limit {
+        name: "home_ids",
+        size: Some(size),
+        lost: "it gets no home (the request or rule is refused; a balanced cgroup is not placed)",
+    }
+}
+
+/// Every limit `softpart stat` may list, with `homes` home ids.
+pub(crate) fn all(homes: usize) -> Vec<Limit> {
+    FAST_LIMITS
+        .iter()
+        .map(|l| l.limit)
+        .chain([home_ids(homes)])
+        .collect()
 }
 
 fn thread_name(tid: u64) -> String {
@@ -127,6 +141,16 @@ impl Scheduler<'_> {
             if let Some(line) = self.limits.observe(&l.limit, hits, name, &counted) {
                 warn!("{line}");
             }
+        }
+        let (refused, last) = self.homes.refused();
+        let last = last.to_string();
+        if let Some(line) = self.limits.observe(
+            &home_ids(self.homes.capacity()),
+            refused,
+            || format!("group {last}"),
+            "softpart_limit_refusals_total{limit=\"home_ids\"}",
+        ) {
+            warn!("{line}");
         }
     }
 }

@@ -20,6 +20,8 @@ pub(crate) struct Layout<'m> {
     pub(crate) machine: &'m Machine,
     pub(crate) parts: &'m [BTreeSet<usize>],
     pub(crate) nr_cpu_ids: usize,
+    /// Home ids (the homes map's size); stats slots are one more.
+    pub(crate) nr_homes: usize,
 }
 
 /// This attachment's partitions: the ones given (--partitions or the
@@ -146,6 +148,7 @@ pub(crate) fn open_skel<'a>(
 
     let rodata = skel.maps.rodata_data.as_mut().context("no rodata")?;
     rodata.nr_cpus = layout.nr_cpu_ids as u32;
+    rodata.nr_homes = layout.nr_homes as u32;
     rodata.nr_parts = layout.parts.len() as u32;
     rodata.slice_ns = opts.slice_us * 1000;
     rodata.slice_lag_ns = opts.slice_lag_us * 1000;
@@ -200,10 +203,24 @@ pub(crate) fn open_skel<'a>(
         .load_domains(bpf_intf::softpart_consts_SP_LOAD_DOMAINS as usize)
         as u32;
     rodata.hist_domains = hist_domains;
+    let slots = layout.nr_homes as u32 + 1;
+    skel.maps
+        .homes
+        .set_max_entries(layout.nr_homes as u32)
+        .context("sizing homes")?;
+    // A cgroup with a home holds an id of its own: room for one each.
+    skel.maps
+        .cgroup_homes
+        .set_max_entries(bpf_intf::softpart_consts_SP_MAX_CGROUP_HOMES.max(layout.nr_homes as u32))
+        .context("sizing cgroup_homes")?;
     skel.maps
         .group_hists
-        .set_max_entries(bpf_intf::softpart_consts_SP_NR_GROUP_SLOTS * hist_domains)
+        .set_max_entries(slots * hist_domains)
         .context("sizing group_hists")?;
+    skel.maps
+        .group_stats
+        .set_max_entries(slots * layout.nr_cpu_ids as u32)
+        .context("sizing group_stats")?;
     Ok((skel, idle_nodes.is_some()))
 }
 

@@ -14,6 +14,7 @@ mod cli;
 mod contract;
 mod control;
 mod counters;
+mod group_stats;
 mod home_maps;
 mod homes;
 mod limits;
@@ -233,6 +234,8 @@ impl Session {
 
 struct Scheduler<'a> {
     skel: BpfSkel<'a>,
+    /// Each group slot's per-CPU counters, mapped (group_stats.rs).
+    group_stats: group_stats::GroupStats,
     link: Option<libbpf_rs::Link>,
     machine: Machine,
     parts: Vec<BTreeSet<usize>>,
@@ -352,6 +355,20 @@ impl<'a> Scheduler<'a> {
                 bpf_intf::softpart_consts_SP_MAX_CPUS
             );
         }
+        let per_home_cpu = size_of::<bpf_intf::sp_group_stats>();
+        let nr_homes = opts.max_homes.map_or_else(
+            || softpart_core::limits::default_homes(nr_cpu_ids, per_home_cpu),
+            |n| n as usize,
+        );
+        info!(
+            "home ids: {nr_homes} ({}; their counters {:.1} MB: {per_home_cpu} bytes a home a CPU id)",
+            if opts.max_homes.is_some() {
+                "--max-homes"
+            } else {
+                "default for this host, --max-homes to change"
+            },
+            ((nr_homes + 1) * nr_cpu_ids * per_home_cpu) as f64 / (1 << 20) as f64
+        );
         info!(
             "{SCHEDULER_NAME} {}: {} CPUs, SMT {}, partitions: {}",
             env!("CARGO_PKG_VERSION"),
@@ -368,6 +385,7 @@ impl<'a> Scheduler<'a> {
                 machine: &machine,
                 parts: &parts,
                 nr_cpu_ids,
+                nr_homes,
             },
             hotplug_seq,
         )?;
@@ -385,12 +403,15 @@ impl<'a> Scheduler<'a> {
         let cpu_nodes: Vec<u32> = (0..nr_cpu_ids)
             .map(|c| load::cpu_node_id(&machine, c))
             .collect();
+        let group_stats = group_stats::GroupStats::map(&skel.maps.group_stats, nr_cpu_ids)
+            .context("mapping the groups' counters")?;
         let mut sched = Self {
             skel,
+            group_stats,
             link: Some(link),
             machine,
             parts,
-            homes: HomeTable::default(),
+            homes: HomeTable::new(nr_homes),
             rules,
             balance_rules,
             balancer: balancer::Balancer::new(parts_len, BALANCE_HYSTERESIS),
@@ -411,15 +432,15 @@ impl<'a> Scheduler<'a> {
             softness: opts.softness,
             contract: contract::Contract::default(),
             cgroup_table: cgroup_table::CgroupTable::new(cpu_nodes.into_iter()),
-            allowed_written: vec![0; homes::MAX_HOMES],
-            steal_written: vec![0; homes::MAX_HOMES],
+            allowed_written: vec![0; nr_homes],
+            steal_written: vec![0; nr_homes],
             attached_at: std::time::Instant::now(),
             cpu_at_attach: traffic::thread_cpu_ns(),
             phase_cpu: Default::default(),
             cgroup_tree_seen: None,
             last_contract_at: std::time::Instant::now(),
             traffic: Default::default(),
-            short_homes: vec![false; homes::MAX_HOMES],
+            short_homes: vec![false; nr_homes],
             util: vec![0.0; nr],
             last_busy: vec![0; nr],
             last_util_at: std::time::Instant::now(),
@@ -430,7 +451,7 @@ impl<'a> Scheduler<'a> {
             attached,
         };
         // The tasks without a home have a statistics slot from the start.
-        counters::reset_group(&sched.skel.maps, homes::MAX_HOMES as u32)
+        counters::reset_group(&sched.skel.maps, &sched.group_stats, nr_homes as u32)
             .context("creating the no-home group's statistics")?;
         sched.restore(task_homes, cgroup_homes);
         sched.rule_homes = rule_homes;
@@ -661,7 +682,7 @@ impl<'a> Scheduler<'a> {
         }
         // Every home's flag, so that an id given to another home since
         // does not keep a balanced group's; written where it changed.
-        let mut steal_now = vec![0u32; bss.steal_now.len()];
+        let mut steal_now = vec![0u32; self.steal_written.len()];
         for g in self.balancer.groups.values() {
             let over = g.part.and_then(|p| self.balancer.overfull.get(p).copied());
             if let (Some(true), Some(id)) = (over, self.homes.find(&g.label))
@@ -704,7 +725,9 @@ impl<'a> Scheduler<'a> {
             let Some(id) = self.homes.find(&g.label) else {
                 continue;
             };
-            let per_cpu = counters::group_per_cpu(&self.skel.maps, id);
+            let per_cpu = self.group_stats.per_cpu(id);
+            self.traffic
+                .read::<bpf_intf::sp_group_stats>(self.group_stats.nr_cpus());
             let part_ns = counters::group_part_ns(&per_cpu, &self.parts);
             readings.insert(
                 *cgid,

@@ -264,6 +264,14 @@ pub const FAMILIES: &[Family] = &[
         ),
         &["event"],
     ),
+    with(
+        fam(
+            "softpart_limit_refusals",
+            "times each fixed-size table turned something away (softpart stat names the latest)",
+            Counter,
+        ),
+        &["limit"],
+    ),
 ];
 
 /// A family of one series.
@@ -542,6 +550,11 @@ impl Collector for Scrape {
                         counter!([("event", *name)], *n);
                     }
                 }
+                "softpart_limit_refusals" => {
+                    for (name, n) in &s.limits {
+                        counter!([("limit", *name)], *n);
+                    }
+                }
                 other => unreachable!("family {other} has no encoder"),
             }
         }
@@ -633,6 +646,7 @@ mod tests {
         c.delay_hist[hist::bucket(1_900_000)] += 1;
         let mut s = Snapshot {
             events: vec![("pick_prev", 7)],
+            limits: vec![("home_ids", 2)],
             service: crate::stats::ServiceState {
                 attached: true,
                 restarts: 0,
@@ -819,6 +833,7 @@ mod tests {
             "softpart_cgroup_weight{group=\"/db\"} 300",
             "softpart_cgroup_cap_cpus{group=\"/db\"} 1.5",
             "softpart_events_total{event=\"pick_prev\"} 7",
+            "softpart_limit_refusals_total{limit=\"home_ids\"} 2",
         ] {
             assert!(text.contains(line), "no {line:?} in\n{text}");
         }

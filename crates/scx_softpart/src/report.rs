@@ -4,7 +4,7 @@
 
 use crate::Scheduler;
 use crate::bpf_skel::types::sp_cg_budget;
-use crate::{EVENT_NAMES, counters, homes, monotonic_ns, stats};
+use crate::{EVENT_NAMES, counters, monotonic_ns, stats};
 use libbpf_rs::MapCore;
 use log::info;
 use softpart_core::control::{GroupView, Held, HomeMovesView, PartView, StatView, TenantView};
@@ -55,14 +55,13 @@ impl Scheduler<'_> {
             .map(|(id, home)| {
                 (
                     home.label.clone(),
-                    counters::group_counts(&self.skel.maps, id),
+                    counters::group_counts(&self.group_stats, id),
                 )
             })
             .collect();
-        // Each home's counters, one copy per possible CPU.
-        self.traffic.read::<crate::bpf_intf::sp_group_stats>(
-            groups.len() * libbpf_rs::num_possible_cpus().unwrap_or(1),
-        );
+        // Each home's counters, one copy per CPU id.
+        self.traffic
+            .read::<crate::bpf_intf::sp_group_stats>(groups.len() * self.group_stats.nr_cpus());
         self.home_samples.prev = self.home_samples.last.take();
         self.home_samples.last = Some((monotonic_ns(), groups));
     }
@@ -92,7 +91,7 @@ impl Scheduler<'_> {
                     let away = self
                         .homes
                         .find(&g.label)
-                        .map(|id| counters::group_counts(&self.skel.maps, id));
+                        .map(|id| counters::group_counts(&self.group_stats, id));
                     GroupView {
                         label: g.label.clone(),
                         part: g.part,
@@ -111,7 +110,7 @@ impl Scheduler<'_> {
             held: self.held(),
             tenants: self.tenants(),
             homes: self.home_samples.rates(),
-            limits: self.limits.view(&crate::limits::all()),
+            limits: self.limits.view(&crate::limits::all(self.homes.capacity())),
             cost: self.cost(),
         }
     }
@@ -218,6 +217,10 @@ impl Scheduler<'_> {
             },
             ..Default::default()
         };
+        snap.limits = crate::limits::all(self.homes.capacity())
+            .iter()
+            .map(|l| (l.name, self.limits.hits(l.name)))
+            .collect();
         let maps = &self.skel.maps;
         let per_cpu = counters::cpu_stats(maps);
         snap.events = EVENT_NAMES
@@ -231,7 +234,7 @@ impl Scheduler<'_> {
                 (
                     cpulist::format(&home.cpus),
                     home.softness.unwrap_or(self.softness).to_string(),
-                    counters::group(maps, id),
+                    counters::group(maps, &self.group_stats, id),
                 ),
             );
         }
@@ -240,7 +243,7 @@ impl Scheduler<'_> {
             (
                 String::new(),
                 "-".into(),
-                counters::group(maps, homes::MAX_HOMES as u32),
+                counters::group(maps, &self.group_stats, self.homes.capacity() as u32),
             ),
         );
         for g in self.balancer.groups.values() {

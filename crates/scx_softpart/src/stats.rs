@@ -110,6 +110,8 @@ pub struct Snapshot {
     pub service: ServiceState,
     /// The fast path's event counters (enum sp_stat order), by name.
     pub events: Vec<(&'static str, u64)>,
+    /// Every limit (limits.rs) and the times it turned something away.
+    pub limits: Vec<(&'static str, u64)>,
     /// By group label: (home CPUs, softness, counters). The tasks without
     /// a home are the group "-".
     pub groups: BTreeMap<String, (String, String, RawCounters)>,
@@ -508,6 +510,7 @@ mod tests {
             at_ns: at_s * 1_000_000_000,
             service: Default::default(),
             events: vec![("pick_prev", at_s * 10)],
+            limits: vec![],
             groups: groups
                 .into_iter()
                 .map(|(l, h, c)| (l.to_string(), (h.to_string(), "home-first".into(), c)))

@@ -20,6 +20,23 @@ pub struct Limit {
     pub lost: &'static str,
 }
 
+/// Home ids a scheduler takes by default: enough for a 500-VM host's
+/// cgroups or a 250-pod node's containers, with room.
+pub const HOMES_DEFAULT: usize = 1024;
+/// Never fewer by default: what every earlier build had.
+pub const HOMES_DEFAULT_MIN: usize = 256;
+/// Most memory the default lets the homes' per-CPU counters take.
+pub const HOMES_DEFAULT_BYTES: usize = 64 << 20;
+
+/// The home ids to make room for on `nr_cpu_ids` CPU ids when each home
+/// costs `per_home_cpu` bytes per CPU id: HOMES_DEFAULT, fewer where
+/// that would pass HOMES_DEFAULT_BYTES, never fewer than
+/// HOMES_DEFAULT_MIN.
+pub fn default_homes(nr_cpu_ids: usize, per_home_cpu: usize) -> usize {
+    (HOMES_DEFAULT_BYTES / (per_home_cpu.max(1) * nr_cpu_ids.max(1)))
+        .clamp(HOMES_DEFAULT_MIN, HOMES_DEFAULT)
+}
+
 /// " (N entries)" for a table of a fixed size, "" for an allocation.
 pub fn entries(size: Option<usize>) -> String {
     size.map_or(String::new(), |n| format!(" ({n} entries)"))
@@ -79,6 +96,11 @@ impl Limits {
         })
     }
 
+    /// Times `limit` turned something away, as last observed.
+    pub fn hits(&self, limit: &str) -> u64 {
+        self.seen.get(limit).map_or(0, |s| s.hits)
+    }
+
     /// The limits hit so far, by name.
     pub fn view(&self, limits: &[Limit]) -> Vec<LimitView> {
         limits
@@ -110,6 +132,22 @@ mod tests {
         size: Some(65536),
         lost: "the home it inherited at fork is not kept",
     };
+
+    #[test]
+    fn default_homes_fit_the_memory_they_take() {
+        // 192 bytes of counters per home per CPU id.
+        assert_eq!(default_homes(8, 192), 1024);
+        assert_eq!(default_homes(192, 192), 1024);
+        assert_eq!(default_homes(512, 192), 682);
+        assert_eq!(default_homes(4096, 192), 256);
+        for cpus in [1, 64, 341, 342, 1000, 4096] {
+            let n = default_homes(cpus, 192);
+            assert!(
+                n == HOMES_DEFAULT_MIN || n * cpus * 192 <= HOMES_DEFAULT_BYTES,
+                "{cpus}: {n}"
+            );
+        }
+    }
 
     #[test]
     fn an_allocation_is_not_said_to_have_entries() {

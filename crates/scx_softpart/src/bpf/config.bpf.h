@@ -9,6 +9,8 @@
 
 /* Set by the control plane before load. */
 const volatile u32 nr_cpus = 1;
+/* Home ids the control plane may give (the homes map's size), at most SP_MAX_HOMES. */
+const volatile u32 nr_homes = 1;
 const volatile u32 nr_parts = 1;
 const volatile u64 slice_ns = 3000000ULL;
 const volatile u64 slice_lag_ns = 20000000ULL;

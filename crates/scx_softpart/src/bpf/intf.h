@@ -35,8 +35,11 @@ enum softpart_consts {
 	 * recheck, nearest first among those with tasks queued.
 	 */
 	SP_PART_VISITS = 8,
-	/* Home ids are 0..SP_MAX_HOMES-1; SP_NO_HOME means "none". */
-	SP_MAX_HOMES = 256,
+	/*
+	 * Home ids are 0..nr_homes-1 (config.bpf.h, set at load, at most
+	 * this); SP_NO_HOME means "none".
+	 */
+	SP_MAX_HOMES = 16384,
 	SP_NO_HOME = SP_MAX_HOMES,
 	SP_MAX_TASK_HOMES = 65536,
 	SP_MAX_CGROUP_HOMES = 4096,
@@ -46,7 +49,10 @@ enum softpart_consts {
 	SP_PART_DSQ_BASE = 0,
 	/* A cgroup's throttled tasks wait in DSQ SP_PARK_DSQ_BASE + its slot. */
 	SP_PARK_DSQ_BASE = 1 << 16,
-	/* Stats slots: one per home id, then one for tasks with no home. */
+	/*
+	 * Stats slots: one per home id, then one for tasks with no home
+	 * (slot nr_homes once sized at load).
+	 */
 	SP_NR_GROUP_SLOTS = SP_MAX_HOMES + 1,
 	/* cgroups of the cpu controller softpart keeps a contract for. */
 	SP_MAX_CGROUPS = 2048,
@@ -127,6 +133,7 @@ struct sp_home_args {
 /*
  * Per group (home id, or no home), per CPU: the control plane sums the
  * CPUs (and by partition, for the balancer's per-partition CPU time).
+ * Whole cache lines (asserted below), in an array of them.
  */
 struct sp_group_stats {
 	u64 run_home_ns;
@@ -140,6 +147,7 @@ struct sp_group_stats {
 	u64 migrations[SP_NR_DIST];
 	/* of migrations[SP_DIST_XNODE], by the decision that made them (enum sp_via) */
 	u64 xnode[SP_NR_VIA];
+	u64 pad[2];	/* to whole cache lines: one CPU's entry shares none */
 };
 
 /*
@@ -282,5 +290,6 @@ _Static_assert(SP_XNODE_OF(SP_VIA_OTHER) == SP_STAT_XNODE_OTHER, "xnode order");
 
 _Static_assert(sizeof(struct sp_cpu_ctx) == 64, "one cache line per CPU");
 _Static_assert(sizeof(struct sp_cpu_local) == 64, "one cache line per CPU");
+_Static_assert(sizeof(struct sp_group_stats) % 64 == 0, "a CPU's group counters in lines of their own");
 
 #endif /* __SOFTPART_INTF_H */

@@ -988,7 +988,7 @@ int set_home(struct sp_home_args *args)
 	u32 id = args->id, w;
 	u64 nodes = 0;
 
-	if (id >= SP_MAX_HOMES)
+	if (id >= nr_homes)
 		return -EINVAL;
 	h = bpf_map_lookup_elem(&homes, &id);
 	if (!h)

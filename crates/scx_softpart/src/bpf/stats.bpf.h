@@ -15,9 +15,15 @@ struct {
 	__type(value, struct sp_cpu_stats);
 } cpu_stats SEC(".maps");
 
-/* Per group slot (home id, or SP_NO_HOME for the tasks without one). */
+/*
+ * Per group slot (home id, or SP_NO_HOME for the tasks without one), per
+ * CPU: entry slot * nr_cpus + cpu, three cache lines of its own, in an
+ * array sized at load to the CPU ids there are (a per-CPU map would take
+ * an entry for every possible one), which the control plane maps.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, SP_NR_GROUP_SLOTS);
 	__type(key, u32);
 	__type(value, struct sp_group_stats);
@@ -80,14 +86,18 @@ static __always_inline void limit_hit(enum sp_limit limit, enum sp_stat event, u
 /* A home id's stats slot: its own, or the no-home one. */
 static __always_inline u32 stats_slot(u32 hid)
 {
-	return hid > SP_NO_HOME ? SP_NO_HOME : hid;
+	return hid < nr_homes ? hid : nr_homes;
 }
 
+/* This CPU's counters of @hid's group slot. */
 static __always_inline struct sp_group_stats *group_stats_of(u32 hid)
 {
-	u32 slot = stats_slot(hid);
+	u32 cpu = bpf_get_smp_processor_id();
+	u32 key = stats_slot(hid) * nr_cpus + cpu;
 
-	return bpf_map_lookup_elem(&group_stats, &slot);
+	if (cpu >= nr_cpus)
+		return NULL;
+	return bpf_map_lookup_elem(&group_stats, &key);
 }
 
 static __always_inline void hist_add(struct sp_hist *h, u64 v)

@@ -174,7 +174,7 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 
 	th = bpf_map_lookup_elem(&task_homes, &tid);
 	home = th ? *th : cgroup_home(p);
-	if (home >= SP_MAX_HOMES)
+	if (home >= nr_homes)
 		return;
 	h = bpf_map_lookup_elem(&homes, &home);
 	if (!h || !h->cpus || !tctx->home)
