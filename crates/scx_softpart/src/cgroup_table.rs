@@ -6,7 +6,7 @@
 
 use crate::bpf_intf::softpart_consts_SP_LOAD_DOMAINS as LOAD_DOMAINS;
 use crate::bpf_intf::softpart_consts_SP_MAX_CGROUPS as MAX_CGROUPS;
-use crate::bpf_skel::types::{bss, sp_cg_load, sp_cgroup};
+use crate::bpf_skel::types::{bss, bss_cg_load, sp_cg_load, sp_cgroup};
 use crate::traffic::MapTraffic;
 use std::collections::BTreeSet;
 use std::sync::atomic::{Ordering, fence};
@@ -73,7 +73,7 @@ impl CgroupTable {
     }
 
     /// Each copied slot's runnable load, summed over the load domains.
-    pub(crate) fn loads(&self, bss: &bss, traffic: &mut MapTraffic) -> Vec<CgroupSums> {
+    pub(crate) fn loads(&self, bss: &bss_cg_load, traffic: &mut MapTraffic) -> Vec<CgroupSums> {
         let used = self.slots.len();
         let mut sums = vec![CgroupSums::default(); used];
         for &d in &self.domains {
@@ -89,7 +89,7 @@ impl CgroupTable {
     }
 
     /// Each copied slot's CPU time run, summed over the load domains.
-    pub(crate) fn run_ns(&self, bss: &bss, traffic: &mut MapTraffic) -> Vec<u64> {
+    pub(crate) fn run_ns(&self, bss: &bss_cg_load, traffic: &mut MapTraffic) -> Vec<u64> {
         let used = self.slots.len();
         let mut sums = vec![0u64; used];
         for &d in &self.domains {
@@ -112,6 +112,11 @@ mod tests {
         // SAFETY: bss is plain data (integers and arrays of them), for
         // which all-zero bytes are a valid value.
         unsafe { Box::<bss>::new_zeroed().assume_init() }
+    }
+
+    fn zeroed_loads() -> Box<bss_cg_load> {
+        // SAFETY: as above.
+        unsafe { Box::<bss_cg_load>::new_zeroed().assume_init() }
     }
 
     #[test]
@@ -152,21 +157,22 @@ mod tests {
         b.cgroups_used = 2;
         b.cgroups_changed = 1;
         t.refresh(&b, &mut traffic);
-        b.cg_loads[1].weight = 100;
-        b.cg_loads[1].nr = 1;
-        b.cg_loads[2 * n + 1].weight = 200;
-        b.cg_loads[2 * n + 1].nr = 2;
-        b.cg_loads[n + 1].nr = 7;
-        b.cg_run_ns[1] = 5;
-        b.cg_run_ns[2 * n + 1] = 6;
+        let mut l = zeroed_loads();
+        l.cg_loads[1].weight = 100;
+        l.cg_loads[1].nr = 1;
+        l.cg_loads[2 * n + 1].weight = 200;
+        l.cg_loads[2 * n + 1].nr = 2;
+        l.cg_loads[n + 1].nr = 7;
+        l.cg_run_ns[1] = 5;
+        l.cg_run_ns[2 * n + 1] = 6;
         let before = traffic.read;
-        let loads = t.loads(&b, &mut traffic);
+        let loads = t.loads(&l, &mut traffic);
         assert_eq!(loads[0], CgroupSums::default());
         assert_eq!(loads[1], CgroupSums { weight: 300, nr: 3 });
         assert_eq!(
             traffic.read - before,
             (2 * 2 * size_of::<sp_cg_load>()) as u64
         );
-        assert_eq!(t.run_ns(&b, &mut traffic), vec![0, 11]);
+        assert_eq!(t.run_ns(&l, &mut traffic), vec![0, 11]);
     }
 }

@@ -6,8 +6,8 @@
 //! fast path's counts are events (`softpart_events_total`); every limit's
 //! is `softpart_limit_refusals_total`; `softpart stat` lists the limits hit.
 
+use crate::Scheduler;
 use crate::bpf_intf as intf;
-use crate::{EVENT_NAMES, Scheduler, counters};
 use log::warn;
 use softpart_core::limits::Limit;
 
@@ -109,18 +109,23 @@ fn thread_name(tid: u64) -> String {
 impl Scheduler<'_> {
     /// Logs each fast-path limit's first hit, and notes the latest subject.
     pub(crate) fn check_limits(&mut self) {
-        let totals = counters::events(&counters::cpu_stats(&self.skel.maps));
-        let subjects: Vec<u64> = self
-            .skel
-            .maps
-            .bss_data
-            .as_ref()
-            .map_or(Vec::new(), |bss| bss.limit_subject.to_vec());
+        let (hits, subjects): (Vec<u64>, Vec<u64>) =
+            self.skel
+                .maps
+                .bss_data
+                .as_ref()
+                .map_or((Vec::new(), Vec::new()), |bss| {
+                    // SAFETY: aligned u64s of the mapped .bss, written whole.
+                    let read = |v: &[u64]| {
+                        v.iter()
+                            .map(|x| unsafe { std::ptr::read_volatile(x) })
+                            .collect()
+                    };
+                    (read(&bss.limit_hits), read(&bss.limit_subject))
+                });
+        self.traffic.read::<u64>(hits.len() + subjects.len());
         for l in &FAST_LIMITS {
-            let Some(at) = EVENT_NAMES.iter().position(|&n| n == l.event) else {
-                continue;
-            };
-            let hits = totals.get(at).copied().unwrap_or(0);
+            let hits = hits.get(l.index as usize).copied().unwrap_or(0);
             let id = subjects.get(l.index as usize).copied().unwrap_or(0);
             let name = || match l.subject {
                 Subject::Thread => thread_name(id),
@@ -158,6 +163,7 @@ impl Scheduler<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::EVENT_NAMES;
 
     #[test]
     fn every_fast_limit_is_counted_by_an_event_and_has_its_own_subject() {

@@ -555,7 +555,13 @@ impl<'a> Scheduler<'a> {
         }
         let secs = self.last_contract_at.elapsed().as_secs_f64();
         self.last_contract_at = std::time::Instant::now();
-        let runnable = self.cgroup_table.loads(bss, &mut self.traffic);
+        let Some(per_domain) = self.skel.maps.bss_cg_load_data.as_ref() else {
+            return false;
+        };
+        let runnable = self.cgroup_table.loads(per_domain, &mut self.traffic);
+        let Some(bss) = self.skel.maps.bss_data.as_mut() else {
+            return false;
+        };
         let slots = self.cgroup_table.slots();
         let used = slots.len();
         let written = self
@@ -584,10 +590,10 @@ impl<'a> Scheduler<'a> {
 
     /// Each cgroup's CPU time, for the statistics: once a second.
     fn note_cgroup_run(&mut self) {
-        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
+        let Some(per_domain) = self.skel.maps.bss_cg_load_data.as_ref() else {
             return;
         };
-        let run = self.cgroup_table.run_ns(bss, &mut self.traffic);
+        let run = self.cgroup_table.run_ns(per_domain, &mut self.traffic);
         self.contract.note_run(&run);
     }
 

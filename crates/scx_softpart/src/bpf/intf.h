@@ -55,7 +55,7 @@ enum softpart_consts {
 	 */
 	SP_NR_GROUP_SLOTS = SP_MAX_HOMES + 1,
 	/* cgroups of the cpu controller softpart keeps a contract for. */
-	SP_MAX_CGROUPS = 2048,
+	SP_MAX_CGROUPS = 16384,
 	SP_NO_CGROUP = SP_MAX_CGROUPS,
 	/*
 	 * The cgroups' load is counted per NUMA node, folded onto this many

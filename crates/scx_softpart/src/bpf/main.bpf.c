@@ -814,7 +814,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 	}
 	cgc = bpf_cgrp_storage_get(&cg_ctxs, cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!cgc) {
-		cg->cgid = 0;
+		release_slot(slot, cg);
 		limit_hit(SP_LIMIT_CGROUP_STORAGE, SP_STAT_CGROUP_NO_STORAGE, cgrp->kn->id);
 		return 0;
 	}
@@ -822,7 +822,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(softpart_cgroup_init, struct cgroup *cgrp,
 	/* Where its tasks wait while it is throttled; -EEXIST: kept from a predecessor. */
 	ret = create_park_dsq(cgrp, slot);
 	if (ret && ret != -EEXIST) {
-		cg->cgid = 0;
+		release_slot(slot, cg);
 		limit_hit(SP_LIMIT_PARK_QUEUE, SP_STAT_CGROUP_REFUSED, cgrp->kn->id);
 		return ret;
 	}
@@ -878,7 +878,7 @@ void BPF_STRUCT_OPS(softpart_cgroup_exit, struct cgroup *cgrp)
 		scx_bpf_destroy_dsq(park_dsq(slot));
 	cg->parent = SP_NO_CGROUP;
 	/* Last: the slot is free once its id is 0. */
-	__sync_lock_test_and_set(&cg->cgid, 0);
+	release_slot(slot, cg);
 	cgroups_changed_now();
 }
 

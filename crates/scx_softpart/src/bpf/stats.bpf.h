@@ -74,13 +74,20 @@ static __always_inline void diag_inc(enum sp_stat idx)
  * every scheduling event.
  */
 u64 limit_subject[SP_NR_LIMITS];
+/*
+ * The same limits' hits, beside their event counts: what the control
+ * plane reads each second, a few bytes where the events are per CPU.
+ */
+u64 limit_hits[SP_NR_LIMITS];
 
 /* @limit turned @subject away: counted as @event, @subject kept to be named. */
 static __always_inline void limit_hit(enum sp_limit limit, enum sp_stat event, u64 subject)
 {
 	stat_inc(event);
-	if (limit < SP_NR_LIMITS)
+	if (limit < SP_NR_LIMITS) {
 		limit_subject[limit] = subject;
+		__sync_fetch_and_add(&limit_hits[limit], 1);
+	}
 }
 
 /* A home id's stats slot: its own, or the no-home one. */
