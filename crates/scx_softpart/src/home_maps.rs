@@ -115,6 +115,13 @@ impl Scheduler<'_> {
             .find(&label)
             .and_then(|id| self.homes.get(id).cloned());
         let id = self.define_home(label.clone(), cpus, softness)?;
+        let had = Self::lookup_u32(&self.skel.maps.cgroup_homes, &cgid.to_ne_bytes());
+        if had == Some(id) {
+            // Only its CPUs changed (a balancer move): set_home told the
+            // tasks of this home, and no other task needs to look again.
+            self.cgroup_groups.insert(cgid, label);
+            return Ok(());
+        }
         if let Err(e) = self.skel.maps.cgroup_homes.update(
             &cgid.to_ne_bytes(),
             &id.to_ne_bytes(),

@@ -939,6 +939,7 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 	if (!tctx)
 		return -ENOMEM;
 	tctx->home_id = SP_NO_HOME;
+	tctx->found_home = SP_NO_HOME;
 	tctx->at_home = 2;
 	tctx->last_cpu = -1;
 	tctx->counted_slot = SP_NO_CGROUP;
@@ -1035,6 +1036,9 @@ int set_home(struct sp_home_args *args)
 	if (near)
 		bpf_cpumask_release(near);
 	h->nodes = nodes;
+	/* After the CPUs: a task that sees the new generation sees them. */
+	barrier();
+	WRITE_ONCE(h->gen, h->gen + 1);
 	return 0;
 }
 

@@ -22,6 +22,11 @@ struct home_ctx {
 	struct bpf_cpumask __kptr *near;
 	/* The nodes its CPUs are on (bit n: node n), for per-node lookups. */
 	u64 nodes;
+	/*
+	 * Bumped after each redefinition of its CPUs (set_home): its tasks
+	 * take them again, and no other task does.
+	 */
+	u64 gen;
 };
 
 struct {
@@ -53,6 +58,12 @@ struct task_ctx {
 	/* scratch: partition ∩ allowed, near ∩ allowed */
 	struct bpf_cpumask __kptr *scratch;
 	u64 gen;		/* homes_gen the home was resolved at */
+	/*
+	 * The home id it found then (usable or not: wholly outside its
+	 * allowed CPUs, or none online), and that home's home_ctx.gen
+	 */
+	u32 found_home;
+	u64 home_gen;
 	u64 started_ns;		/* last charged */
 	u64 exec_ns;		/* its se.sum_exec_runtime when last charged */
 	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
@@ -159,17 +170,35 @@ static u32 cgroup_home(struct task_struct *p)
 	return home;
 }
 
-/* Looks the task's home up again if any home changed since it last did. */
+/* The CPUs of the task's home were redefined since it took them. */
+static __always_inline bool home_redefined(struct task_ctx *tctx)
+{
+	u32 id = tctx->found_home;
+	struct home_ctx *h;
+
+	if (id >= nr_homes)
+		return false;
+	h = bpf_map_lookup_elem(&homes, &id);
+	return h && READ_ONCE(h->gen) != tctx->home_gen;
+}
+
+/*
+ * Looks the task's home up again if which home is whose changed since it
+ * last did (homes_gen: a task's or a cgroup's home set or cleared), or
+ * its own home's CPUs did (home_ctx.gen: a balancer move, a redefinition).
+ */
 static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 {
 	u32 tid = p->pid, home, *th;
 	struct bpf_cpumask *mask;
 	struct home_ctx *h;
+	u64 gen;
 
-	if (tctx->gen == homes_gen)
+	if (tctx->gen == homes_gen && !home_redefined(tctx))
 		return;
 	tctx->gen = homes_gen;
 	tctx->home_id = SP_NO_HOME;
+	tctx->found_home = SP_NO_HOME;
 	stat_inc(SP_STAT_HOME_RESOLVE);
 
 	th = bpf_map_lookup_elem(&task_homes, &tid);
@@ -177,7 +206,14 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 	if (home >= nr_homes)
 		return;
 	h = bpf_map_lookup_elem(&homes, &home);
-	if (!h || !h->cpus || !tctx->home)
+	if (!h)
+		return;
+	/* Before the CPUs: a redefinition meanwhile is seen at the next call. */
+	gen = READ_ONCE(h->gen);
+	barrier();
+	tctx->found_home = home;
+	tctx->home_gen = gen;
+	if (!h->cpus || !tctx->home)
 		return;
 	/* A home wholly outside the allowed set is ignored. */
 	if (!bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))

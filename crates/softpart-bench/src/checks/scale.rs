@@ -26,6 +26,10 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         "holds_500_homes_and_says_when_the_table_is_full",
         holds_500_homes_and_says_when_full,
     ),
+    (
+        "a_home_redefined_is_looked_up_again_by_its_own_tasks_only",
+        home_redefined_touches_its_own_tasks,
+    ),
 ];
 
 /// fast-path-64's and fast-path-8's policy.
@@ -395,4 +399,42 @@ fn holds_500_homes_and_says_when_full(r: &Results) -> Result<String> {
         "{} home ids held ({} cgroups', {} threads'); 20 refused past the table, logged once, listed by softpart stat, counted in the metrics",
         h.home_ids, h.cgroup_homes, h.task_homes
     ))
+}
+
+/// Home lookups 10 redefinitions of one home may add to a quiet
+/// stretch's: its own 2 workers' and the probe's new processes' (each new
+/// task looks its home up at its first wakeup), with room; every one of
+/// the 100 homeless hackbench tasks looking again at each would be 1,000.
+const MAX_RESOLVES_FOR_10_MOVES: f64 = 300.0;
+
+/// One home's CPUs redefined 10 times beside 100 homeless tasks: the home
+/// lookups the fast path counted over the moves, against as long with
+/// none.
+fn home_redefined_touches_its_own_tasks(r: &Results) -> Result<String> {
+    let run = r.run_of("home-redefine", "softpart:--metrics 127.0.0.1:17321")?;
+    let (_, _, out) = probe_of(run, "sh /tmp/redefine.sh")?;
+    if out.contains("prefer failed") {
+        bail!("a redefinition was refused: {out}");
+    }
+    let f = crate::table::probe_figures(run);
+    let fig = |k: &str| {
+        f.get(k)
+            .copied()
+            .with_context(|| format!("no figure {k}: {out}"))
+    };
+    let (quiet, moving) = (fig("resolves_quiet")?, fig("resolves_moving")?);
+    let (samples, on_home) = (fig("worker_samples")?, fig("worker_samples_on_new_home")?);
+    let said = format!(
+        "{moving:.0} home lookups over 10 redefinitions (5 s), {quiet:.0} over 5 s with none; \
+         after the last, the workers ran on their new home in {on_home:.0} of {samples:.0} samples"
+    );
+    if moving - quiet > MAX_RESOLVES_FOR_10_MOVES {
+        bail!(
+            "{said}: more than {MAX_RESOLVES_FOR_10_MOVES:.0} added, as if every task looked again"
+        );
+    }
+    if samples < 10.0 || on_home < 0.8 * samples {
+        bail!("{said}: the workers did not follow their home's CPUs");
+    }
+    Ok(said)
 }
