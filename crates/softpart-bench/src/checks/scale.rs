@@ -276,12 +276,7 @@ fn starts_with_1024_possible_cpu_ids(r: &Results) -> Result<String> {
     if !log.starts_with("made 300 cgroups") || log.contains("failed") {
         bail!("the tree was not made: {log}");
     }
-    let (_, code, out) = probe_of(run, "softpart stat --json")?;
-    if *code != 0 {
-        bail!("softpart stat --json: exit {code}: {out}");
-    }
-    let view: StatView = serde_json::from_str(out)
-        .with_context(|| format!("parsing softpart stat --json: {out}"))?;
+    let view = stat_view(run, "softpart stat --json")?;
     if view.held.cgroup_slots < 300 || view.held.cgroup_homes < 20 || !view.limits.is_empty() {
         bail!(
             "{} cgroup slots and {} cgroup homes held for 300 cgroups and 20 homes, limits hit {:?}",
@@ -298,18 +293,15 @@ fn starts_with_1024_possible_cpu_ids(r: &Results) -> Result<String> {
             .find(|t| t.path == path)
             .with_context(|| format!("no tenant {path} in softpart stat"))?;
         let cap = t.cap_cpus.with_context(|| format!("{path}: no cap"))?;
-        if t.cpus_used > cap * 1.1 || t.cpus_used < cap * 0.1 {
+        if t.cpus_used > cap * 1.1 || t.cpus_used < cap * 0.5 {
             bail!(
-                "{path} used {:.3} CPUs under a cap of {cap}: not within [0.1, 1.1] x its cap (run, and held to it)",
+                "{path} used {:.3} CPUs under a cap of {cap}: not within [0.5, 1.1] x its cap",
                 t.cpus_used
             );
         }
         caps.push(format!("{:.3}", t.cpus_used));
     }
-    let memlock = crate::table::probe_figures(run)
-        .get("bpf_map_memlock_kb")
-        .copied()
-        .context("no bpf_map_memlock_kb figure")?;
+    let memlock = figure(run, "bpf_map_memlock_kb")?;
     let said = format!(
         "possible CPUs {possible}, present {present}; {} cgroup slots, {} cgroup homes; the capped \
          spinners used {} CPUs under caps of 0.05; BPF maps {:.1} MB",
@@ -343,22 +335,11 @@ fn holds_500_homes_and_says_when_full(r: &Results) -> Result<String> {
     if !log.starts_with("made 510 cgroups") {
         bail!("the cgroups were not made: {log}");
     }
-    let f = crate::table::probe_figures(run);
-    let fig = |k: &str| {
-        f.get(k)
-            .copied()
-            .with_context(|| format!("no figure {k}: {f:?}"))
-    };
-    let (ok, refused) = (fig("prefer_ok")?, fig("prefer_refused")?);
+    let (ok, refused) = (figure(run, "prefer_ok")?, figure(run, "prefer_refused")?);
     if ok != 10.0 || refused != 20.0 {
         bail!("softpart prefer: {ok} homes given and {refused} refused of 30, expected 10 and 20");
     }
-    let (_, code, out) = probe_of(run, "sleep 1.5; softpart stat --json")?;
-    if *code != 0 {
-        bail!("softpart stat --json: exit {code}: {out}");
-    }
-    let view: StatView = serde_json::from_str(out)
-        .with_context(|| format!("parsing softpart stat --json: {out}"))?;
+    let view = stat_view(run, "sleep 1.5; softpart stat --json")?;
     let h = &view.held;
     if h.home_ids != HOMES_TABLE || h.cgroup_homes != 510 || h.task_homes < 10 {
         bail!(
@@ -416,14 +397,14 @@ fn home_redefined_touches_its_own_tasks(r: &Results) -> Result<String> {
     if out.contains("prefer failed") {
         bail!("a redefinition was refused: {out}");
     }
-    let f = crate::table::probe_figures(run);
-    let fig = |k: &str| {
-        f.get(k)
-            .copied()
-            .with_context(|| format!("no figure {k}: {out}"))
-    };
-    let (quiet, moving) = (fig("resolves_quiet")?, fig("resolves_moving")?);
-    let (samples, on_home) = (fig("worker_samples")?, fig("worker_samples_on_new_home")?);
+    let (quiet, moving) = (
+        figure(run, "resolves_quiet")?,
+        figure(run, "resolves_moving")?,
+    );
+    let (samples, on_home) = (
+        figure(run, "worker_samples")?,
+        figure(run, "worker_samples_on_new_home")?,
+    );
     let said = format!(
         "{moving:.0} home lookups over 10 redefinitions (5 s), {quiet:.0} over 5 s with none; \
          after the last, the workers ran on their new home in {on_home:.0} of {samples:.0} samples"
@@ -437,4 +418,22 @@ fn home_redefined_touches_its_own_tasks(r: &Results) -> Result<String> {
         bail!("{said}: the workers did not follow their home's CPUs");
     }
     Ok(said)
+}
+
+/// A figure `run`'s probes printed, or an error naming it.
+fn figure(run: &crate::plan::RunResult, name: &str) -> Result<f64> {
+    crate::table::probe_figures(run)
+        .get(name)
+        .copied()
+        .with_context(|| format!("no figure {name} from the probes"))
+}
+
+/// The `softpart stat --json` document of `run`'s probe that starts with
+/// `prefix`.
+fn stat_view(run: &crate::plan::RunResult, prefix: &str) -> Result<StatView> {
+    let (_, code, out) = probe_of(run, prefix)?;
+    if *code != 0 {
+        bail!("softpart stat --json: exit {code}: {out}");
+    }
+    serde_json::from_str(out).with_context(|| format!("parsing softpart stat --json: {out}"))
 }
