@@ -360,14 +360,14 @@ impl<'a> Scheduler<'a> {
             || softpart_core::limits::default_homes(nr_cpu_ids, per_home_cpu),
             |n| n as usize,
         );
+        let counters_mb = ((nr_homes + 1) * nr_cpu_ids * per_home_cpu) as f64 / (1 << 20) as f64;
         info!(
-            "home ids: {nr_homes} ({}; their counters {:.1} MB: {per_home_cpu} bytes a home a CPU id)",
+            "home ids: {nr_homes} ({}; their counters {counters_mb:.1} MB: {per_home_cpu} bytes a home a CPU id)",
             if opts.max_homes.is_some() {
                 "--max-homes"
             } else {
                 "default for this host, --max-homes to change"
-            },
-            ((nr_homes + 1) * nr_cpu_ids * per_home_cpu) as f64 / (1 << 20) as f64
+            }
         );
         info!(
             "{SCHEDULER_NAME} {}: {} CPUs, SMT {}, partitions: {}",
@@ -389,7 +389,11 @@ impl<'a> Scheduler<'a> {
             },
             hotplug_seq,
         )?;
-        let mut skel = scx_ops_load!(skel, softpart_ops, uei)?;
+        let mut skel = scx_ops_load!(skel, softpart_ops, uei).with_context(|| {
+            format!(
+                "loading the fast path (its maps include {nr_homes} home ids' counters, {counters_mb:.1} MB; --max-homes sets how many)"
+            )
+        })?;
         info!("loaded at uptime {:.2} s", uptime_s());
         let link = as_real_time(|| scx_ops_attach!(skel, softpart_ops))?;
         let kernel_pick = skel

@@ -391,6 +391,10 @@ const MAX_RESOLVES_FOR_10_MOVES: f64 = 300.0;
 /// One home's CPUs redefined 10 times beside 100 homeless tasks: the home
 /// lookups the fast path counted over the moves, against as long with
 /// none.
+///
+/// After the last move the workers must run on the new home in more than
+/// half the samples: 16-20 of 20 seen; left on the old one, both busy,
+/// they would be there only when they spill.
 fn home_redefined_touches_its_own_tasks(r: &Results) -> Result<String> {
     let run = r.run_of("home-redefine", "softpart:--metrics 127.0.0.1:17321")?;
     let (_, _, out) = probe_of(run, "sh /tmp/redefine.sh")?;
@@ -414,7 +418,7 @@ fn home_redefined_touches_its_own_tasks(r: &Results) -> Result<String> {
             "{said}: more than {MAX_RESOLVES_FOR_10_MOVES:.0} added, as if every task looked again"
         );
     }
-    if samples < 10.0 || on_home < 0.8 * samples {
+    if samples < 10.0 || on_home <= 0.5 * samples {
         bail!("{said}: the workers did not follow their home's CPUs");
     }
     Ok(said)
