@@ -70,6 +70,12 @@ pub(crate) fn open_skel<'a>(
     // update_idle() only re-checks the queues; the kernel's idle masks,
     // which every pick uses, must stay on.
     skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_KEEP_BUILTIN_IDLE;
+    // Exiting and migration-disabled tasks reach enqueue() too, rather
+    // than the kernel's local queue, so that none is left behind a
+    // higher class (enqueue_kernel_local()); the scheduler finds no task
+    // by pid, which is what the kernel's default guards against.
+    skel.struct_ops.softpart_ops_mut().flags |= *scx_utils::compat::SCX_OPS_ENQ_EXITING
+        | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
     // Test-only (guest tests): cgroups of this name fail at creation as if
     // their park queue could not be allocated.
     if let Some(name) = std::env::var_os("SOFTPART_TEST_FAIL_PARK_DSQ") {

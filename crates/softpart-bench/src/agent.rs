@@ -627,9 +627,14 @@ fn run_once(
         })
     })();
 
+    // Every group killed before any is waited for: a task of one group
+    // that cannot run (behind another group's RT task) must not keep the
+    // others alive.
     for w in workloads.iter_mut() {
         let _ = write(w.cg.join("cgroup.kill"), "1");
         let _ = w.child.kill();
+    }
+    for w in workloads.iter_mut() {
         let _ = w.child.wait();
     }
     for w in &workloads {

@@ -194,9 +194,9 @@ static __always_inline bool enqueue_to_idle_home(struct task_struct *p, struct t
  * is idle, we use it": an idle CPU that may run the task is kicked, at
  * home first.
  */
-static void enqueue_and_kick(struct task_struct *p, struct task_ctx *tctx,
-			     const struct cpumask *home, u32 part, s32 task_cpu,
-			     u64 enq_flags, bool hold_away)
+static __always_inline void enqueue_and_kick(struct task_struct *p, struct task_ctx *tctx,
+					      const struct cpumask *home, u32 part,
+					      s32 task_cpu, u64 enq_flags, bool hold_away)
 {
 	s32 cpu = -1;
 
@@ -226,15 +226,6 @@ static void enqueue_and_kick(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
- * @p waited in the local queue of @task_cpu, which a higher class (an RT
- * or deadline task) took: the kernel hands it back (reenqueue_local()).
- * Or it is queued while that class holds @task_cpu. It goes to its
- * partition's queue, never to that CPU's local queue, and an
- * idle CPU it may run on is kicked for it; a busy CPU of the partition
- * takes it by vtime at its next slice end. A task that may run only on
- * @task_cpu has nowhere else to go: the usual path puts it back.
- */
-/*
  * @p may not leave its CPU for now (migrate_disable()). Read from the task
  * itself, not through the scx library's helper, which needs the kernel's
  * config file (CONFIG_PREEMPT_RCU) at load: hosts and images without
@@ -254,6 +245,15 @@ static bool migration_held(struct task_struct *p)
 	return p->migration_disabled;
 }
 
+/*
+ * @p waited in the local queue of @task_cpu, which a higher class (an RT
+ * or deadline task) took: the kernel hands it back (reenqueue_local()).
+ * Or it is queued while that class holds @task_cpu. It goes to its
+ * partition's queue, never to that CPU's local queue, and an
+ * idle CPU it may run on is kicked for it; a busy CPU of the partition
+ * takes it by vtime at its next slice end. A task that may run only on
+ * @task_cpu has nowhere else to go: the usual path puts it back.
+ */
 static bool requeue_taken(struct task_struct *p, struct task_ctx *tctx, s32 task_cpu,
 			  u32 part, u64 enq_flags)
 {
@@ -266,6 +266,29 @@ static bool requeue_taken(struct task_struct *p, struct task_ctx *tctx, s32 task
 	cpu = pick_idle(p->cpus_ptr, task_cpu, 0);
 	if (cpu >= 0)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
+}
+
+/*
+ * Tasks the kernel would put straight into their CPU's local queue without
+ * asking (SCX_OPS_ENQ_EXITING, SCX_OPS_ENQ_MIGRATION_DISABLED): an exiting
+ * task, and one held on its CPU by migrate_disable(). There they go, as the
+ * kernel would put them, unless a higher class holds that CPU and the task
+ * may leave it: left there, it would wait for as long as that class runs,
+ * and the kernel calls nothing when a task lands behind it. The kernel
+ * judges "held" by the count alone, which inside this program includes the
+ * prolog's own migrate_disable() for the current task; migration_held()
+ * does not, so such a task takes the usual path.
+ */
+static __always_inline bool enqueue_kernel_local(struct task_struct *p, struct task_ctx *tctx, s32 task_cpu,
+						  u32 part, u64 enq_flags)
+{
+	if (!(p->flags & PF_EXITING) && !migration_held(p))
+		return false;
+	if (((enq_flags & SCX_ENQ_REENQ) || cpu_taken(task_cpu)) &&
+	    requeue_taken(p, tctx, task_cpu, part, enq_flags))
+		return true;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 	return true;
 }
 
@@ -284,6 +307,8 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	if (enqueue_outside_partitions(p, task_cpu, part, enq_flags))
 		return;
 	if (tctx && enqueue_kthread_wakeup(p, tctx, task_cpu, enq_flags))
+		return;
+	if (enqueue_kernel_local(p, tctx, task_cpu, part, enq_flags))
 		return;
 	if (tctx) {
 		u32 by = throttled_by(task_slot(tctx));
