@@ -259,6 +259,18 @@ const CPU_IDS_POLICY: &str = "softpart:--config /etc/softpart.toml";
 /// it, 176 bytes a CPU id a home slot).
 const MAX_MEMLOCK_KB_1024_IDS: f64 = 64.0 * 1024.0;
 
+/// The most a spinner capped at `cap` CPUs (cpu.max of CAP_PERIOD_MS) may
+/// show in `softpart stat`, whose figure is smoothed over about a second:
+/// that second may hold one period's quota more than its share (a refill at
+/// each end), and the last slice may run past the quota by a slice and a
+/// tick before it is charged.
+fn cap_reading_most(cap: f64) -> f64 {
+    const STAT_WINDOW_MS: f64 = 1000.0;
+    const CAP_PERIOD_MS: f64 = 100.0;
+    cap * (1.0 + CAP_PERIOD_MS / STAT_WINDOW_MS)
+        + (super::waits::SLICE_MS + super::waits::TICK_MS) / STAT_WINDOW_MS
+}
+
 /// A guest whose firmware lists 1,024 CPUs with 8 present: the kernel
 /// counts all as possible, and the scheduler runs there with 300 cgroups
 /// (their caps held, homes kept, no table full) in BPF maps of at most
@@ -293,10 +305,12 @@ fn starts_with_1024_possible_cpu_ids(r: &Results) -> Result<String> {
             .find(|t| t.path == path)
             .with_context(|| format!("no tenant {path} in softpart stat"))?;
         let cap = t.cap_cpus.with_context(|| format!("{path}: no cap"))?;
-        if t.cpus_used > cap * 1.1 || t.cpus_used < cap * 0.5 {
+        let most = cap_reading_most(cap);
+        if t.cpus_used > most || t.cpus_used < cap * 0.5 {
             bail!(
-                "{path} used {:.3} CPUs under a cap of {cap}: not within [0.5, 1.1] x its cap",
-                t.cpus_used
+                "{path} used {:.3} CPUs under a cap of {cap}: not within [{:.3}, {most:.3}]",
+                t.cpus_used,
+                cap * 0.5
             );
         }
         caps.push(format!("{:.3}", t.cpus_used));
