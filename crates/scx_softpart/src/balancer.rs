@@ -25,6 +25,7 @@
 use softpart_core::balance::{self, Group, Part};
 use softpart_core::overfull;
 use std::collections::BTreeMap;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Weight of the newest period in the smoothed loads: demand is steady
@@ -64,6 +65,89 @@ pub struct Balanced {
     last_wait: u64,
     last_part: Vec<u64>,
     primed: bool,
+}
+
+/// What one period's decision needs: the groups that take part (by
+/// cgroup id, in the order of `groups`) and `balance::step`'s inputs.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub ids: Vec<u64>,
+    parts: Vec<Part>,
+    groups: Vec<Group>,
+    hysteresis: f64,
+}
+
+impl Job {
+    pub fn decide(&self) -> balance::Decision {
+        balance::step(&self.parts, &self.groups, self.hysteresis)
+    }
+}
+
+/// The decision off the control plane's loop, on a thread of its own, one
+/// job at a time: the search over a few dozen groups (tens of ms) or
+/// thousands (their single moves) must not hold up the loop's 20 ms work
+/// (contract, softness, requests). A decision comes back within a loop
+/// period of its end; the loads it used are at most that much older.
+pub struct Decider {
+    jobs: Option<mpsc::Sender<Job>>,
+    done: mpsc::Receiver<(Job, balance::Decision)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    busy: bool,
+}
+
+impl Decider {
+    pub fn spawn() -> std::io::Result<Decider> {
+        let (jobs, todo) = mpsc::channel::<Job>();
+        let (out, done) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("softpart-balance".into())
+            .spawn(move || {
+                while let Ok(job) = todo.recv() {
+                    let d = job.decide();
+                    if out.send((job, d)).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Decider {
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            busy: false,
+        })
+    }
+
+    /// Whether a job is being decided (no other is taken meanwhile).
+    pub fn busy(&self) -> bool {
+        self.busy
+    }
+
+    /// Hands `job` over; false if one is being decided still.
+    pub fn submit(&mut self, job: Job) -> bool {
+        if self.busy {
+            return false;
+        }
+        self.busy = self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        self.busy
+    }
+
+    /// The last job's decision, once there is one.
+    pub fn take(&mut self) -> Option<(Job, balance::Decision)> {
+        let r = self.done.try_recv().ok()?;
+        self.busy = false;
+        Some(r)
+    }
+}
+
+impl Drop for Decider {
+    /// Ends the thread: it sees the jobs channel closed after the job in
+    /// hand, if any.
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// What to do this period, by cgroup id.
@@ -159,7 +243,10 @@ impl Balancer {
     }
 
     /// Updates the loads from the counters (`readings` by cgroup id,
-    /// `busy_ns` per partition), then decides.
+    /// `busy_ns` per partition), then decides, here and now: what the
+    /// control plane does in two halves (`measure`, then `actions` once a
+    /// `Decider` has decided).
+    #[cfg(test)]
     pub fn period(
         &mut self,
         now: Instant,
@@ -167,6 +254,21 @@ impl Balancer {
         busy_ns: &[u64],
         capacity: &[usize],
     ) -> Actions {
+        let job = self.measure(now, readings, busy_ns, capacity);
+        let d = job.decide();
+        self.actions(&job.ids, d, now)
+    }
+
+    /// Updates the loads from the counters (`readings` by cgroup id,
+    /// `busy_ns` per partition) and the over-full flags; returns what the
+    /// decision needs.
+    pub fn measure(
+        &mut self,
+        now: Instant,
+        readings: &BTreeMap<u64, Reading>,
+        busy_ns: &[u64],
+        capacity: &[usize],
+    ) -> Job {
         let secs = self
             .last_at
             .map_or(0.0, |t| now.duration_since(t).as_secs_f64());
@@ -249,12 +351,27 @@ impl Balancer {
             .collect();
         self.relative_demand = overfull::relative_demand(&parts, &groups);
         self.overfull = overfull::overfull_flags(&self.relative_demand, &self.overfull);
-        let d = balance::step(&parts, &groups, self.hysteresis);
-        // Back to cgroup ids; a group moves no more often than its period.
+        Job {
+            ids,
+            parts,
+            groups,
+            hysteresis: self.hysteresis,
+        }
+    }
+
+    /// A decision on `ids` (a job's groups) back in cgroup ids, at `now`:
+    /// a group gone since is left out, and one moves no more often than
+    /// its period.
+    pub fn actions(&self, ids: &[u64], d: balance::Decision, now: Instant) -> Actions {
         Actions {
-            placed: d.placed.into_iter().map(|(g, p)| (ids[g], p)).collect(),
+            placed: d
+                .placed
+                .into_iter()
+                .filter(|&(g, _)| self.groups.contains_key(&ids[g]))
+                .map(|(g, p)| (ids[g], p))
+                .collect(),
             moved: d.moved.and_then(|(g, from, to)| {
-                let grp = &self.groups[&ids[g]];
+                let grp = self.groups.get(&ids[g])?;
                 let rested = grp
                     .last_move
                     .is_none_or(|t| now.duration_since(t) >= grp.period);
@@ -520,5 +637,59 @@ mod tests {
         );
         // Its per-partition figures stay CPU time (exclusivity).
         assert!((b.groups[&10].part_load[0] - 4.0).abs() < 1e-6);
+    }
+
+    /// The decider's thread gives back what the job decides here, takes
+    /// one job at a time, and its decision for a group removed meanwhile
+    /// places nothing.
+    #[test]
+    fn the_decider_decides_off_the_loop_one_job_at_a_time() {
+        let mut b = Balancer::new(2, 0.1);
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        for id in [10, 11] {
+            b.groups.insert(id, Balanced::new(format!("/{id}"), s, 2));
+        }
+        let read = |ns: u64| {
+            BTreeMap::from([10, 11].map(|id| {
+                (
+                    id,
+                    Reading {
+                        total_ns: ns,
+                        wait_ns: 0,
+                        part_ns: vec![ns, 0],
+                    },
+                )
+            }))
+        };
+        let mut d = Decider::spawn().unwrap();
+        for k in 0..3u64 {
+            let job = b.measure(
+                t0 + s * k as u32,
+                &read(k * 2_000_000_000),
+                &[0, 0],
+                &[4, 4],
+            );
+            let here = job.decide();
+            assert!(d.submit(job.clone()));
+            assert!(!d.submit(job), "a second job while one is decided");
+            let started = Instant::now();
+            let (back, there) = loop {
+                if let Some(r) = d.take() {
+                    break r;
+                }
+                assert!(started.elapsed() < Duration::from_secs(10), "no decision");
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            assert!(!d.busy());
+            assert_eq!(there, here);
+            if k == 2 {
+                assert_eq!(there.placed.len(), 2, "both placed by the third period");
+                b.groups.remove(&11);
+                let a = b.actions(&back.ids, there, t0 + s * 3);
+                assert_eq!(a.placed.len(), 1);
+                assert_eq!(a.placed[0].0, 10);
+            }
+        }
     }
 }

@@ -244,6 +244,8 @@ struct Scheduler<'a> {
     rules: Vec<config::Rule>,
     balance_rules: Vec<config::BalanceRule>,
     balancer: balancer::Balancer,
+    /// The balancer's decisions, made on a thread of their own.
+    decider: balancer::Decider,
     balance_period: Duration,
     last_balance: std::time::Instant,
     seen_cgroups: BTreeSet<u64>,
@@ -419,6 +421,7 @@ impl<'a> Scheduler<'a> {
             rules,
             balance_rules,
             balancer: balancer::Balancer::new(parts_len, BALANCE_HYSTERESIS),
+            decider: balancer::Decider::spawn().context("starting the balancer's thread")?,
             balance_period: Duration::from_millis(opts.balance_period_ms),
             last_balance: std::time::Instant::now(),
             seen_cgroups: BTreeSet::new(),
@@ -508,7 +511,13 @@ impl<'a> Scheduler<'a> {
                 self.last_scan = std::time::Instant::now();
                 at = self.phase_cpu.add("samples", at);
             }
-            if self.last_balance.elapsed() >= self.balance_period && !self.balance_rules.is_empty()
+            if let Some((job, decision)) = self.decider.take() {
+                self.apply_balance(&job, decision);
+                at = self.phase_cpu.add("balancer", at);
+            }
+            if self.last_balance.elapsed() >= self.balance_period
+                && !self.balance_rules.is_empty()
+                && !self.decider.busy()
             {
                 self.balance();
                 at = self.phase_cpu.add("balancer", at);
@@ -726,8 +735,8 @@ impl<'a> Scheduler<'a> {
         })
     }
 
-    /// One balancing period: read the loads, place new groups, move at most
-    /// one.
+    /// One balancing period: read the loads and hand the decision (place
+    /// new groups, move at most one) to the balancer's thread.
     fn balance(&mut self) {
         self.last_balance = std::time::Instant::now();
         let mut readings = BTreeMap::new();
@@ -752,7 +761,10 @@ impl<'a> Scheduler<'a> {
         let capacity: Vec<usize> = self.parts.iter().map(BTreeSet::len).collect();
         let now = std::time::Instant::now();
         let was_overfull = self.balancer.overfull.clone();
-        let actions = self.balancer.period(now, &readings, &busy, &capacity);
+        let job = self.balancer.measure(now, &readings, &busy, &capacity);
+        if !self.decider.submit(job) {
+            warn!("balancer: its thread is gone; this period decides nothing");
+        }
         for (p, (&was, &is)) in was_overfull.iter().zip(&self.balancer.overfull).enumerate() {
             if was != is {
                 info!(
@@ -767,6 +779,13 @@ impl<'a> Scheduler<'a> {
                 );
             }
         }
+    }
+
+    /// The balancer's decision on `job`, made: new groups settle, at most
+    /// one moves.
+    fn apply_balance(&mut self, job: &balancer::Job, decision: softpart_core::balance::Decision) {
+        let now = std::time::Instant::now();
+        let actions = self.balancer.actions(&job.ids, decision, now);
         let moves = actions
             .placed
             .iter()
