@@ -506,7 +506,9 @@ impl<'a> Scheduler<'a> {
                 // Groups of threads that have all ended give up their id.
                 let used = referenced_homes(&self.skel.maps, &mut self.traffic);
                 self.homes.release_unreferenced(&used);
-                self.sample_homes();
+                if self.home_samples.wanted(std::time::Instant::now()) {
+                    self.sample_homes();
+                }
                 self.update_status();
                 self.last_scan = std::time::Instant::now();
                 at = self.phase_cpu.add("samples", at);

@@ -89,6 +89,7 @@ mod tests {
             held: Default::default(),
             tenants: Vec::new(),
             homes: Vec::new(),
+            homes_window_s: 0.0,
             limits: Vec::new(),
             cost: Default::default(),
         }

@@ -214,6 +214,9 @@ fn stat_table(v: &StatView) -> String {
             t.path, t.weight, t.cpus_used, t.entitled_cpus, t.throttled_s, t.throttles
         );
     }
+    if !v.homes.is_empty() {
+        let _ = writeln!(out, "homes' moves over the last {:.0} s:", v.homes_window_s);
+    }
     for m in &v.homes {
         let causes = softpart_core::control::nonzero_rates(&m.xnode_per_s);
         let _ = writeln!(
@@ -444,6 +447,7 @@ mod tests {
                     .into_iter()
                     .collect(),
             }],
+            homes_window_s: 1.0,
             tenants: vec![softpart_core::control::TenantView {
                 path: "/bench/capped".into(),
                 weight: 100,
@@ -474,6 +478,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("PART-0 0-3 4.10 4.00 *"), "{t}");
+        assert!(t.contains("homes' moves over the last 1 s:\n"), "{t}");
         // A cause with no move this second is left out of the line.
         assert!(
             t.contains(

@@ -121,9 +121,13 @@ pub struct StatView {
     #[serde(default)]
     pub tenants: Vec<TenantView>,
     /// Every group with a home: its spills, returns and cross-node moves
-    /// over the last second.
+    /// per second over the last `homes_window_s`.
     #[serde(default)]
     pub homes: Vec<HomeMovesView>,
+    /// The window of `homes`: a second while someone asks, else the time
+    /// since the last request.
+    #[serde(default)]
+    pub homes_window_s: f64,
     /// Tables that were full and turned something away (limits::Limits).
     #[serde(default)]
     pub limits: Vec<crate::limits::LimitView>,
