@@ -248,6 +248,12 @@ fn imbalance_moved(parts: &[Part], loads: &[f64], moved: f64, from: usize, to: u
 /// the partitions' loads kept up to date, not by summing every group
 /// again: a pass over 4,096 groups and 8 partitions weighs 32,768 moves.
 pub fn greedy(parts: &[Part], groups: &[Group]) -> Vec<usize> {
+    improve_by_single_moves(parts, groups, place_largest_first(parts, groups))
+}
+
+/// Largest group first onto the partition it leaves least loaded, staying
+/// at home on ties.
+fn place_largest_first(parts: &[Part], groups: &[Group]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by(|&a, &b| groups[b].load.total_cmp(&groups[a].load));
     let mut load: Vec<f64> = parts.iter().map(|p| p.background).collect();
@@ -263,7 +269,7 @@ pub fn greedy(parts: &[Part], groups: &[Group]) -> Vec<usize> {
         assign[g] = best;
         load[best] += groups[g].load;
     }
-    improve_by_single_moves(parts, groups, assign)
+    assign
 }
 
 /// Single moves of any group while one lowers the imbalance: the first
@@ -434,22 +440,7 @@ mod tests {
     /// greedy() as it was before it weighed moves against kept loads:
     /// every candidate summed over every group.
     fn greedy_summing(parts: &[Part], groups: &[Group]) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..groups.len()).collect();
-        order.sort_by(|&a, &b| groups[b].load.total_cmp(&groups[a].load));
-        let mut load: Vec<f64> = parts.iter().map(|p| p.background).collect();
-        let mut assign = vec![0; groups.len()];
-        for g in order {
-            let after = |p: usize| (load[p] + groups[g].load) / parts[p].capacity.max(1e-9);
-            let mut best = groups[g].home.filter(|&h| h < parts.len()).unwrap_or(0);
-            for p in 0..parts.len() {
-                if after(p) < after(best) - EPS {
-                    best = p;
-                }
-            }
-            assign[g] = best;
-            load[best] += groups[g].load;
-        }
-        improve_summing(parts, groups, assign)
+        improve_summing(parts, groups, place_largest_first(parts, groups))
     }
 
     fn improve_summing(parts: &[Part], groups: &[Group], mut assign: Vec<usize>) -> Vec<usize> {
