@@ -182,8 +182,8 @@ pub fn target(parts: &[Part], groups: &[Group]) -> Vec<usize> {
 
 /// Search nodes the target may visit: past them it is the best found, at
 /// worst the greedy answer it started from. 16 groups all in one of 8
-/// partitions, the hardest start the tests know, finds its optimum well
-/// within it (`the_target_search_is_bounded`).
+/// partitions, the hardest start the tests know, finds its optimum within
+/// it (`the_target_search_is_bounded`).
 const TARGET_BUDGET: u64 = 1_000_000;
 
 /// Search nodes the move plan may visit: 16 groups all in one of 8
