@@ -226,26 +226,6 @@ static __always_inline void enqueue_and_kick(struct task_struct *p, struct task_
 }
 
 /*
- * @p may not leave its CPU for now (migrate_disable()). Read from the task
- * itself, not through the scx library's helper, which needs the kernel's
- * config file (CONFIG_PREEMPT_RCU) at load: hosts and images without
- * /boot/config-* could not load the scheduler at all. For the current
- * task a count of 1 may be this program's own prolog (kernels with
- * PREEMPT_RCU, or before 6.18): taken as "may migrate". If it was a
- * real migrate_disable(), the kernel still keeps the task on its CPU:
- * no other CPU may move it to its local queue, so it waits in the
- * partition's queue for its own CPU instead of in that CPU's local one.
- */
-static bool migration_held(struct task_struct *p)
-{
-	if (!bpf_core_field_exists(p->migration_disabled))
-		return false;
-	if (p == bpf_get_current_task_btf())
-		return p->migration_disabled > 1;
-	return p->migration_disabled;
-}
-
-/*
  * @p waited in the local queue of @task_cpu, which a higher class (an RT
  * or deadline task) took: the kernel hands it back (reenqueue_local()).
  * Or it is queued while that class holds @task_cpu. It goes to its

@@ -427,4 +427,24 @@ static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx
 	}
 }
 
+/*
+ * @p may not leave its CPU for now (migrate_disable()). Read from the task
+ * itself, not through the scx library's helper, which needs the kernel's
+ * config file (CONFIG_PREEMPT_RCU) at load: hosts and images without
+ * /boot/config-* could not load the scheduler at all. For the current
+ * task a count of 1 may be this program's own prolog (kernels with
+ * PREEMPT_RCU, or before 6.18): taken as "may migrate". If it was a
+ * real migrate_disable(), the kernel still keeps the task on its CPU:
+ * no other CPU may move it to its local queue, so it waits in the
+ * partition's queue for its own CPU instead of in that CPU's local one.
+ */
+static __always_inline bool migration_held(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->migration_disabled))
+		return false;
+	if (p == bpf_get_current_task_btf())
+		return p->migration_disabled > 1;
+	return p->migration_disabled;
+}
+
 #endif /* __SOFTPART_TASK_BPF_H */
