@@ -37,6 +37,7 @@
 	SP_EVENT(PULL_BEHIND, "CPUs that took another partition's head, far behind on the vtime clock") \
 	SP_EVENT(PARKED, "tasks of a cgroup out of cpu.max budget, parked until its refill") \
 	SP_EVENT(UNPARKED, "parked tasks released to their partition's queue after a refill") \
+	SP_EVENT(DEBT_FORGIVEN, "refills that found a capped cgroup's debt past what its quota repays in 10 s, and forgave the rest") \
 	SP_EVENT(LATE_PARKS, "refills that found tasks parked after the throttle had ended, and released them") \
 	SP_EVENT(THROTTLE_PREEMPT, "running tasks switched out when their cgroup ran out of budget") \
 	SP_EVENT(CGROUP_NO_SLOT, "cgroups created while the cgroup table was full (charged as plain tasks)") \
@@ -81,6 +82,8 @@
 	SP_EVENT(CALLS_ENQUEUE, "diag: enqueue calls") \
 	SP_EVENT(CALLS_DISPATCH, "diag: dispatch calls") \
 	SP_EVENT(CPU_LINES_READ, "diag: other CPUs' state lines read to place a task or take a CPU back (idle and visitor candidates)") \
-	SP_EVENT(PART_HEADS_READ, "diag: other partitions' queue heads looked at")
+	SP_EVENT(PART_HEADS_READ, "diag: other partitions' queue heads looked at") \
+	SP_EVENT(CAP_CHARGES, "diag: CPU time charged to a capped cgroup (at a tick or a stop), each cap above a task counted") \
+	SP_EVENT(CAP_FOLDS, "diag: a node's charges folded into a capped cgroup's shared budget (writes to its line)")
 
 #endif /* __SOFTPART_EVENTS_H */

@@ -28,8 +28,19 @@
  * tasks between DSQs is certain only from ops.dispatch on every kernel we
  * run on.
  *
- * Only a capped cgroup's counters are written by many CPUs (atomically);
- * a task in no capped cgroup costs a read of its slot's contract and of
+ * Charged locally: a charge adds to the cgroup's count for the CPU's NUMA
+ * node (cg_unfolded[], one line shared by that node's CPUs only), and
+ * the count is folded into the shared budget, one atomic on its line,
+ * once it reaches a sixteenth of the quota (at most 5 ms, the fair
+ * class's bandwidth slice) or what the budget has left, and at every
+ * refill. So the budget's line is written once per fold instead of at
+ * every tick and stop of every task under the cap: for a tenant across
+ * two sockets, its only cross-socket writes. What a CPU sees left is the
+ * budget less its own node's unfolded count; the other nodes' counts,
+ * each under a fold's worth, are unseen until they fold, and a period
+ * they overshoot is paid back at the next refill as any debt is.
+ *
+ * A task in no capped cgroup costs a read of its slot's contract and of
  * its parent's cap_up.
  */
 #ifndef __SOFTPART_BANDWIDTH_BPF_H
@@ -45,8 +56,24 @@
 #define SP_S64_MAX ((s64)(~0ULL >> 1))
 #define SP_TEST_NAME_LEN 32
 
+/*
+ * A fold at most this much charge: the fair class's bandwidth slice
+ * (sched_cfs_bandwidth_slice_us), and at most 1/SP_FOLD_SHARE of the quota.
+ */
+#define SP_FOLD_MAX_NS (5 * 1000 * 1000LL)
+#define SP_FOLD_SHARE 16
+
+_Static_assert(sizeof(struct sp_cg_budget) == 64, "one cache line per budget");
+
 /* Budgets, per slot; read by the control plane for the statistics. */
-struct sp_cg_budget cg_budgets[SP_MAX_CGROUPS];
+struct sp_cg_budget cg_budgets[SP_MAX_CGROUPS] __attribute__((aligned(64)));
+
+/*
+ * CPU time charged to a capped cgroup on a node and not yet folded into
+ * its budget, per node modulo SP_LOAD_DOMAINS (load_index()).
+ * In a map of its own, as cg_loads (a map's value is at most 4 MB).
+ */
+s64 cg_unfolded[SP_LOAD_DOMAINS * SP_MAX_CGROUPS] __attribute__((section(".bss.cg_charge"), aligned(64)));
 
 struct cg_timer {
 	struct bpf_timer timer;
@@ -187,6 +214,98 @@ static __always_inline u64 refill_clock(void)
 }
 
 /*
+ * The most debt a refill carries: what the quota repays in
+ * SP_DEBT_REPAY_NS. A debt is the overshoot of runs that a tick ended
+ * after the budget ran out, at most a tick per CPU running the cgroup's
+ * tasks; paid back in full, a tiny cap over hundreds of CPUs (0.05 CPU,
+ * 400 threads on 400 CPUs: 1.6 s of debt, 32 s to repay) would keep its
+ * tasks parked past the kernel's watchdog (30 s), which ends the scheduler
+ * for every tenant. Beyond the floor the debt is forgiven
+ * (debt_forgiven): the cap is then exceeded by that much, once.
+ */
+#define SP_DEBT_REPAY_NS (10ULL * 1000 * 1000 * 1000)
+
+static __always_inline s64 debt_floor_ns(const struct sp_cgroup *cg)
+{
+	u64 periods = SP_DEBT_REPAY_NS / (cg->period_us * 1000);
+
+	return -(s64)((periods ? periods : 1) * cg->quota_us * 1000);
+}
+
+/* A fold's worth of charge for @cg: a share of its quota, at most SP_FOLD_MAX_NS. */
+static __always_inline s64 fold_ns(const struct sp_cgroup *cg)
+{
+	s64 share = quota_ns(cg) / SP_FOLD_SHARE;
+
+	return share < SP_FOLD_MAX_NS ? share : SP_FOLD_MAX_NS;
+}
+
+/* This CPU's node's unfolded charge to @slot; NULL if @slot is none. */
+static __always_inline s64 *unfolded_here(u32 slot)
+{
+	u32 i = load_index(slot);
+
+	if (i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
+		return NULL;
+	barrier_var(i);
+	return &cg_unfolded[i];
+}
+
+/*
+ * @ns charged to @slot's budget @b, in one atomic on its line; the run
+ * that takes the last of it marks the throttle.
+ */
+static void budget_take(struct sp_cg_budget *b, s64 ns)
+{
+	s64 old;
+
+	if (ns <= 0)
+		return;
+	diag_inc(SP_STAT_CAP_FOLDS);
+	old = __sync_fetch_and_add(&b->left_ns, -ns);
+	if (old > 0 && old <= ns) {
+		b->throttled_at = now_ns();
+		b->nr_throttled++;
+	}
+}
+
+/*
+ * Every node's unfolded charge to @slot, into its budget: at a refill, so
+ * that it tops up what was really used. A loop over the SP_LOAD_DOMAINS
+ * counts, per capped cgroup and period, on its timer: no scheduling event
+ * runs it.
+ */
+static void budget_fold_all(u32 slot, struct sp_cg_budget *b)
+{
+	u32 d;
+
+	bpf_for(d, 0, SP_LOAD_DOMAINS) {
+		u32 i = d * SP_MAX_CGROUPS + slot;
+
+		if (slot >= SP_MAX_CGROUPS || i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
+			break;
+		barrier_var(i);
+		if (cg_unfolded[i])
+			budget_take(b, __sync_lock_test_and_set(&cg_unfolded[i], 0));
+	}
+}
+
+/* A new contract for @slot: what its nodes had not folded is forgotten. */
+static void unfolded_clear(u32 slot)
+{
+	u32 d;
+
+	bpf_for(d, 0, SP_LOAD_DOMAINS) {
+		u32 i = d * SP_MAX_CGROUPS + slot;
+
+		if (slot >= SP_MAX_CGROUPS || i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
+			break;
+		barrier_var(i);
+		cg_unfolded[i] = 0;
+	}
+}
+
+/*
  * A new contract for @slot (at cgroup_init and cpu.max writes): its own cap
  * or the one above it heads its chain at once; its descendants' chains
  * follow at the control plane's next period (sp_cg_ctl.cap_up). A fresh budget of one quota; tasks parked
@@ -199,6 +318,7 @@ static void budget_reset(u32 slot, struct sp_cgroup *cg, bool release)
 	cg->cap_up = capped(cg) ? slot : cap_above(cg);
 	if (!b)
 		return;
+	unfolded_clear(slot);
 	b->left_ns = capped(cg) ? quota_ns(cg) : 0;
 	b->refilled_at = refill_clock();
 	if (b->throttled_at) {
@@ -273,7 +393,7 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 	u32 slot = *key;
 	struct sp_cgroup *cg = cgroup_at(slot);
 	struct sp_cg_budget *b = budget_at(slot);
-	s64 old, new, top, add;
+	s64 old, new, top, add, floor;
 	u64 now = now_ns(), period, at;
 	bool parked;
 	u32 i;
@@ -287,6 +407,7 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 			hand_release(slot);
 		return 0;
 	}
+	budget_fold_all(slot, b);
 	top = budget_cap_ns(cg);
 	/* The quota for the time since the last refill, at most a full budget. */
 	period = cg->period_us * 1000;
@@ -298,6 +419,9 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 		add = since >= 2 * period ? top : (s64)(quota_ns(cg) * since / period);
 	}
 	b->refilled_at = at;
+	floor = debt_floor_ns(cg);
+	if (b->left_ns + add < floor)
+		stat_inc(SP_STAT_DEBT_FORGIVEN);
 	old = b->left_ns;
 	new = old;
 	bpf_for(i, 0, 4) {
@@ -305,6 +429,8 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 		new = old + add;
 		if (new > top)
 			new = top;
+		if (new < floor)
+			new = floor;
 		if (__sync_bool_compare_and_swap(&b->left_ns, old, new))
 			break;
 	}
@@ -341,7 +467,9 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 
 /*
  * Charges @ns run by a task of cgroup @slot to every capped cgroup at or
- * above it (SP_CAP_DEPTH deep), starting their timers.
+ * above it (SP_CAP_DEPTH deep), starting their timers: to this node's
+ * count, folded into the budget once it reaches a fold's worth or what the
+ * budget has left (so the node that takes the last of it throttles at once).
  */
 static void budget_charge(u32 slot, u64 ns)
 {
@@ -350,17 +478,17 @@ static void budget_charge(u32 slot, u64 ns)
 
 	bpf_for(i, 0, SP_CAP_DEPTH) {
 		struct sp_cg_budget *b = budget_at(cap);
-		s64 old;
+		s64 *here, acc;
 
 		cg = cgroup_at(cap);
 		if (!cg || !b)
 			return;
-		if (capped(cg)) {
-			old = __sync_fetch_and_add(&b->left_ns, -(s64)ns);
-			if (old > 0 && old <= (s64)ns) {
-				b->throttled_at = now_ns();
-				b->nr_throttled++;
-			}
+		here = unfolded_here(cap);
+		if (capped(cg) && here) {
+			diag_inc(SP_STAT_CAP_CHARGES);
+			acc = __sync_add_and_fetch(here, (s64)ns);
+			if (acc >= fold_ns(cg) || acc >= b->left_ns)
+				budget_take(b, __sync_lock_test_and_set(here, 0));
 			budget_arm(cap, cg, b);
 		}
 		cap = cap_above(cg);
@@ -368,8 +496,9 @@ static void budget_charge(u32 slot, u64 ns)
 }
 
 /*
- * The least budget left among the capped cgroups at or above @slot
- * (SP_S64_MAX if none), and in *@at the slot that has it.
+ * The least budget left among the capped cgroups at or above @slot, as
+ * this CPU sees it (less its node's unfolded charge; SP_S64_MAX if none),
+ * and in *@at the slot that has it.
  */
 static s64 budget_left(u32 slot, u32 *at)
 {
@@ -380,12 +509,15 @@ static s64 budget_left(u32 slot, u32 *at)
 	*at = SP_NO_CGROUP;
 	bpf_for(i, 0, SP_CAP_DEPTH) {
 		struct sp_cg_budget *b = budget_at(cap);
+		s64 *here, left;
 
 		cg = cgroup_at(cap);
 		if (!cg || !b)
 			break;
-		if (capped(cg) && b->left_ns < least) {
-			least = b->left_ns;
+		here = unfolded_here(cap);
+		left = b->left_ns - (here ? *here : 0);
+		if (capped(cg) && left < least) {
+			least = left;
 			*at = cap;
 		}
 		cap = cap_above(cg);

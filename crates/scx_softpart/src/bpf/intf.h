@@ -218,6 +218,7 @@ struct sp_cg_budget {
 	u64 refilled_at;	/* its last refill */
 	u32 armed;		/* its refill timer runs */
 	u32 pad;
+	u64 pad_line[2];	/* one line per budget: no two cgroups share one */
 };
 
 /*

@@ -147,12 +147,21 @@ fn cpu_bound_gets_its_cpu(r: &Results) -> Result<String> {
     ))
 }
 
+/// The bandwidth scenario's scx_softpart policy: --diag counts the
+/// charges to capped cgroups and the writes to their shared budgets.
+const BANDWIDTH_SOFTPART: &str = "softpart:--diag";
+
+/// Writes to a capped cgroup's budget per charge, at most: every charge
+/// was one before the charges were folded per node.
+const FOLDS_PER_CHARGE_MOST: f64 = 0.9;
+
 /// The capped groups within 12% of their quota (the acceptance line is
 /// 5%, which the figures in docs/results/tenants.md report against; the
-/// margin keeps one 6 s window from flaking), throttling seen, and the
-/// uncapped group given what is left, as eevdf gives it.
+/// margin keeps one 6 s window from flaking), throttling seen, the
+/// uncapped group given what is left, as eevdf gives it, and the caps
+/// charged locally: fewer writes to a budget's shared line than charges.
 fn cpu_max_caps(r: &Results) -> Result<String> {
-    let sp = r.run_of("bandwidth", "softpart")?;
+    let sp = r.run_of("bandwidth", BANDWIDTH_SOFTPART)?;
     let ev = r.run_of("bandwidth", "eevdf")?;
     let mut out = Vec::new();
     for (name, quota) in [("capped", 1.0), ("half", 0.5)] {
@@ -179,9 +188,23 @@ fn cpu_max_caps(r: &Results) -> Result<String> {
     if free < 0.9 * ev_free {
         bail!("the uncapped group got {free:.2} CPUs against eevdf's {ev_free:.2}");
     }
+    let c = softpart_counters(exit_of(r, "bandwidth", BANDWIDTH_SOFTPART)?)?;
+    let n = |k: &str| {
+        c[k].as_f64()
+            .with_context(|| format!("bandwidth: no {k} in the counters"))
+    };
+    let (charges, folds) = (n("cap_charges")?, n("cap_folds")?);
+    if charges < 100.0 || folds > FOLDS_PER_CHARGE_MOST * charges {
+        bail!(
+            "{folds} writes to the capped cgroups' budgets for {charges} charges: \
+             not charged locally (at most {FOLDS_PER_CHARGE_MOST} a charge)"
+        );
+    }
     Ok(format!(
-        "{}; free {free:.2} (eevdf {ev_free:.2}); {parked:.0} parked per s",
-        out.join(", ")
+        "{}; free {free:.2} (eevdf {ev_free:.2}); {parked:.0} parked per s; \
+         {:.2} budget writes per charge",
+        out.join(", "),
+        folds / charges
     ))
 }
 
@@ -191,7 +214,7 @@ fn cpu_max_caps(r: &Results) -> Result<String> {
 /// exit slow), and once the cgroups are removed the scheduler's cgroup
 /// table is back to its size before.
 fn throttled_tasks_go_on(r: &Results) -> Result<String> {
-    let sp = r.run_of("bandwidth", "softpart")?;
+    let sp = r.run_of("bandwidth", BANDWIDTH_SOFTPART)?;
     let figs = crate::table::probe_figures(sp);
     let get = |name: &str| {
         figs.get(name)
@@ -281,7 +304,7 @@ fn written_under_load(r: &Results) -> Result<String> {
              in 1 s: {ratio:.2}x, expected about 1x (eevdf {ev_heavy:.0} and {ev_light:.0})"
         );
     }
-    let raised = fig("bandwidth", "softpart", "raised_cap_ms")?;
+    let raised = fig("bandwidth", BANDWIDTH_SOFTPART, "raised_cap_ms")?;
     let ev_raised = fig("bandwidth", "eevdf", "raised_cap_ms")?;
     // A second spans ten periods; its edges fall inside periods, whose
     // budget is spent early (eevdf's figure moves the same way): 25%.
