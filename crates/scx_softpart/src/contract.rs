@@ -4,6 +4,7 @@
 //! the kernel's callbacks) become the rate its tasks' CPU time is charged
 //! at on the vtime clock (softpart_core::shares::charge_rates).
 
+use crate::bpf_intf::softpart_consts_SP_CAP_DEPTH as CAP_DEPTH;
 use crate::bpf_intf::softpart_consts_SP_NO_CGROUP as NO_CGROUP;
 use crate::bpf_intf::softpart_consts_SP_RATE_ONE as RATE_ONE;
 use crate::bpf_skel::types::{sp_cg_ctl, sp_cgroup};
@@ -49,6 +50,31 @@ pub(crate) fn nearest_caps(cgroups: &[CgroupLoad]) -> Vec<Option<usize>> {
                 at = c.parent.filter(|&p| p < cgroups.len());
             }
             None
+        })
+        .collect()
+}
+
+/// For each cgroup, whether more than `depth` capped cgroups are at or
+/// above it (`caps`: nearest_caps of the same cgroups): the fast path
+/// charges a task's CPU time to the nearest `depth` of them only.
+pub(crate) fn caps_beyond(
+    cgroups: &[CgroupLoad],
+    caps: &[Option<usize>],
+    depth: usize,
+) -> Vec<bool> {
+    (0..cgroups.len())
+        .map(|i| {
+            let mut at = caps[i];
+            // Past the nearest `depth` caps (a bound that also ends a
+            // cycle in bad input), is there one more?
+            for _ in 0..depth {
+                let Some(c) = at else { return false };
+                at = cgroups[c]
+                    .parent
+                    .filter(|&p| p < cgroups.len())
+                    .and_then(|p| caps[p]);
+            }
+            at.is_some()
         })
         .collect()
 }
@@ -101,6 +127,13 @@ pub(crate) struct Contract {
     run_base: HashMap<u64, u64>,
     pub(crate) view: HashMap<u64, CgroupView>,
     last_run_at: Option<std::time::Instant>,
+    /// The cgroups now under more capped cgroups than the fast path
+    /// charges (SP_CAP_DEPTH), by id.
+    caps_too_deep: std::collections::HashSet<u64>,
+    /// Cgroups found so, each counted once from when it is found until it
+    /// is no longer; and the latest found.
+    pub(crate) caps_too_deep_found: u64,
+    pub(crate) caps_too_deep_last: u64,
 }
 
 /// cpu.max as CPUs, `None` for "max" (or a quota the kernel would not set).
@@ -166,6 +199,11 @@ impl Contract {
         let (rates, shares) = contract_pass(&loads, cpus);
         self.note_view(slots, &used, &loads, &shares);
         let caps = nearest_caps(&loads);
+        self.note_caps_too_deep(
+            slots,
+            &used,
+            &caps_beyond(&loads, &caps, CAP_DEPTH as usize),
+        );
         let idle: Vec<bool> = used.iter().map(|&slot| slots[slot].idle != 0).collect();
         let under = idle_under(&loads, &idle);
         let mut written = 0;
@@ -257,6 +295,22 @@ impl Contract {
             *e = e.max(0.0);
         }
         out
+    }
+
+    /// Counts the cgroups newly found under more capped cgroups than the
+    /// fast path charges (`beyond`, per used slot).
+    fn note_caps_too_deep(&mut self, slots: &[sp_cgroup], used: &[usize], beyond: &[bool]) {
+        let now: std::collections::HashSet<u64> = used
+            .iter()
+            .zip(beyond)
+            .filter(|&(_, &b)| b)
+            .map(|(&slot, _)| slots[slot].cgid)
+            .collect();
+        for &cgid in now.difference(&self.caps_too_deep) {
+            self.caps_too_deep_found += 1;
+            self.caps_too_deep_last = cgid;
+        }
+        self.caps_too_deep = now;
     }
 
     /// The statistics' view: each cgroup's contract and entitlement; its
@@ -414,6 +468,56 @@ mod tests {
         ];
         assert_eq!(nearest_caps(&looped), vec![None, None]);
         assert_eq!(idle_under(&looped, &[false, false]), vec![false, false]);
+    }
+
+    #[test]
+    fn cgroups_under_more_caps_than_are_charged_are_found_once_each() {
+        let none = crate::bpf_intf::softpart_consts_SP_NO_CGROUP;
+        let depth = CAP_DEPTH as usize;
+        // A chain root -> c1 -> ... -> c(depth + 2), each capped but root,
+        // with an uncapped leaf under the last: the deepest two and the
+        // leaf are under more than `depth` caps.
+        let n = depth + 4;
+        let mut slots: Vec<sp_cgroup> = (0..n)
+            .map(|i| slot(i as u64 + 1, if i == 0 { none } else { i as u32 - 1 }, 100))
+            .collect();
+        for s in &mut slots[1..n - 1] {
+            s.quota_us = 50_000;
+        }
+        let runnable = vec![CgroupSums::default(); n];
+        let mut ctl = vec![sp_cg_ctl::default(); n];
+        let mut c = Contract::default();
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
+        assert_eq!(c.caps_too_deep_found, 3);
+        assert!(
+            c.caps_too_deep_last >= n as u64 - 2,
+            "{}",
+            c.caps_too_deep_last
+        );
+        // The same tree again: nothing new.
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
+        assert_eq!(c.caps_too_deep_found, 3);
+        // The topmost cap lifted: only the leaf and the last are deeper.
+        slots[1].quota_us = u64::MAX;
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
+        assert_eq!(c.caps_too_deep_found, 3);
+        // Put back: the cgroup above them is found again, and counted.
+        slots[1].quota_us = 50_000;
+        c.refresh(&slots, &mut ctl, &runnable, 8.0, 0.1);
+        assert_eq!(c.caps_too_deep_found, 4);
+        assert_eq!(c.caps_too_deep_last, n as u64 - 2);
+        // Within the depth: none.
+        let loads: Vec<CgroupLoad> = (0..depth)
+            .map(|i| CgroupLoad {
+                parent: i.checked_sub(1),
+                weight: 100,
+                cap: Some(0.5),
+                runnable_weight: 0.0,
+                runnable: 0.0,
+            })
+            .collect();
+        let caps = nearest_caps(&loads);
+        assert_eq!(caps_beyond(&loads, &caps, depth), vec![false; depth]);
     }
 
     #[test]

@@ -90,12 +90,20 @@ fn home_ids(size: usize) -> Limit {
     }
 }
 
+/// The capped cgroups a task's CPU time is charged to, found too few
+/// for a cgroup by the control plane in the tree.
+const CAP_DEPTH: Limit = Limit {
+    name: "cap_depth",
+    size: Some(intf::softpart_consts_SP_CAP_DEPTH as usize),
+    lost: "it is under more cpu.max caps than that, and the caps above its nearest ones are not charged its tasks' CPU time",
+};
+
 /// Every limit `softpart stat` may list, with `homes` home ids.
 pub(crate) fn all(homes: usize) -> Vec<Limit> {
     FAST_LIMITS
         .iter()
         .map(|l| l.limit)
-        .chain([home_ids(homes)])
+        .chain([home_ids(homes), CAP_DEPTH])
         .collect()
 }
 
@@ -154,6 +162,19 @@ impl Scheduler<'_> {
             refused,
             || format!("group {last}"),
             "softpart_limit_refusals_total{limit=\"home_ids\"}",
+        ) {
+            warn!("{line}");
+        }
+        let deep = self.contract.caps_too_deep_last;
+        if let Some(line) = self.limits.observe(
+            &CAP_DEPTH,
+            self.contract.caps_too_deep_found,
+            || {
+                self.cgroup_paths
+                    .get(&deep)
+                    .map_or(format!("cgroup id {deep}"), |p| format!("cgroup {p}"))
+            },
+            "softpart_limit_refusals_total{limit=\"cap_depth\"}",
         ) {
             warn!("{line}");
         }

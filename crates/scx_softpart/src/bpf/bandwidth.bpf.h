@@ -46,8 +46,6 @@
 #ifndef __SOFTPART_BANDWIDTH_BPF_H
 #define __SOFTPART_BANDWIDTH_BPF_H
 
-/* How many capped cgroups above a task are charged: nesting beyond is rare. */
-#define SP_CAP_DEPTH 4
 /*
  * Parked tasks one dispatch moves back at most, over all the cgroups it
  * releases: each is a move and an idle-CPU pick under the run-queue lock.

@@ -58,6 +58,13 @@ enum softpart_consts {
 	SP_MAX_CGROUPS = 16384,
 	SP_NO_CGROUP = SP_MAX_CGROUPS,
 	/*
+	 * Capped cgroups (cpu.max) at or above a task that its CPU time is
+	 * charged to, nearest first. A cgroup under more is a limit the
+	 * control plane finds in the tree and says (cap_depth): the caps
+	 * past this many are not charged its tasks' time.
+	 */
+	SP_CAP_DEPTH = 8,
+	/*
 	 * The cgroups' load is counted per NUMA node, folded onto this many
 	 * domains (node id modulo): CPUs of one node add to their own lines;
 	 * past this many nodes, two nodes share a domain's lines.

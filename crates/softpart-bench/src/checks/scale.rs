@@ -23,6 +23,10 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         starts_with_1024_possible_cpu_ids,
     ),
     (
+        "nested_caps_charged_eight_deep_and_deeper_said",
+        nested_caps_charged,
+    ),
+    (
         "holds_500_homes_and_says_when_the_table_is_full",
         holds_500_homes_and_says_when_full,
     ),
@@ -271,6 +275,40 @@ fn cap_reading_most(cap: f64) -> f64 {
     const CAP_PERIOD_MS: f64 = 100.0;
     cap * (1.0 + CAP_PERIOD_MS / CAP_WINDOW_MS)
         + (super::waits::SLICE_MS + super::waits::TICK_MS) / CAP_WINDOW_MS
+}
+
+/// The nested-cap probe's spinner, under nine capped cgroups: its eighth
+/// nearest cap (0.1 CPU) is the tightest of the eight charged; the ninth
+/// (0.02 CPU) is past the depth charged. It runs between half and 2.5x
+/// its charged cap: 0.5 CPU if only the nearest 4 were charged, 0.02 if
+/// the ninth were.
+fn nested_caps_charged(r: &Results) -> Result<String> {
+    const CHARGED_CAP: f64 = 0.1;
+    let sp = r.run_of("cpu-ids-1024", CPU_IDS_POLICY)?;
+    let used = figure(sp, "deep_usage_us_in_4s")? / 4e6;
+    if !(0.5 * CHARGED_CAP..=2.5 * CHARGED_CAP).contains(&used) {
+        bail!(
+            "the spinner under nine caps ran {used:.3} CPUs: its eighth nearest cap, \
+             {CHARGED_CAP} CPU, is not the one that holds it"
+        );
+    }
+    let (_, _, out) = probe_of(sp, "sh /tmp/cap-depth.sh")?;
+    let said = |prefix: &str| {
+        out.lines()
+            .filter(|l| l.starts_with(prefix) && l.contains("cap_depth"))
+            .collect::<Vec<_>>()
+    };
+    let (stat, log) = (said("stat: "), said("log: limit reached"));
+    if stat.len() != 1 || !stat[0].contains("/bench/deep") || log.len() != 1 {
+        bail!(
+            "the cgroups under nine caps are not said once in the log and listed by \
+             softpart stat as the cap_depth limit: {out}"
+        );
+    }
+    Ok(format!(
+        "{used:.3} CPUs under nine nested caps (the eighth nearest 0.1); {}",
+        stat[0]
+    ))
 }
 
 /// A guest whose firmware lists 1,024 CPUs with 8 present: the kernel
