@@ -238,6 +238,18 @@ static __always_inline s64 fold_ns(const struct sp_cgroup *cg)
 	return share < SP_FOLD_MAX_NS ? share : SP_FOLD_MAX_NS;
 }
 
+/* Domain @d's unfolded charge to @slot; NULL if either is none. */
+static __always_inline s64 *unfolded_in(u32 slot, u32 d)
+{
+	u32 i = d * SP_MAX_CGROUPS + slot;
+
+	if (slot >= SP_MAX_CGROUPS || d >= SP_LOAD_DOMAINS ||
+	    i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
+		return NULL;
+	barrier_var(i);
+	return &cg_unfolded[i];
+}
+
 /* This CPU's node's unfolded charge to @slot; NULL if @slot is none. */
 static __always_inline s64 *unfolded_here(u32 slot)
 {
@@ -275,31 +287,29 @@ static void budget_take(struct sp_cg_budget *b, s64 ns)
  */
 static void budget_fold_all(u32 slot, struct sp_cg_budget *b)
 {
+	s64 *unfolded;
 	u32 d;
 
 	bpf_for(d, 0, SP_LOAD_DOMAINS) {
-		u32 i = d * SP_MAX_CGROUPS + slot;
-
-		if (slot >= SP_MAX_CGROUPS || i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
+		unfolded = unfolded_in(slot, d);
+		if (!unfolded)
 			break;
-		barrier_var(i);
-		if (cg_unfolded[i])
-			budget_take(b, __sync_lock_test_and_set(&cg_unfolded[i], 0));
+		if (*unfolded)
+			budget_take(b, __sync_lock_test_and_set(unfolded, 0));
 	}
 }
 
 /* A new contract for @slot: what its nodes had not folded is forgotten. */
 static void unfolded_clear(u32 slot)
 {
+	s64 *unfolded;
 	u32 d;
 
 	bpf_for(d, 0, SP_LOAD_DOMAINS) {
-		u32 i = d * SP_MAX_CGROUPS + slot;
-
-		if (slot >= SP_MAX_CGROUPS || i >= SP_LOAD_DOMAINS * SP_MAX_CGROUPS)
+		unfolded = unfolded_in(slot, d);
+		if (!unfolded)
 			break;
-		barrier_var(i);
-		cg_unfolded[i] = 0;
+		*unfolded = 0;
 	}
 }
 
