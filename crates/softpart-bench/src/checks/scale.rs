@@ -263,18 +263,25 @@ const CPU_IDS_POLICY: &str = "softpart:--config /etc/softpart.toml";
 /// it, 176 bytes a CPU id a home slot).
 const MAX_MEMLOCK_KB_1024_IDS: f64 = 64.0 * 1024.0;
 
-/// The window over which the capped spinners' run time is read from
-/// their cpu.stat (the kernel's count, on the task clock cpu.max charges).
-const CAP_WINDOW_MS: f64 = 4000.0;
-
 /// The most a spinner capped at `cap` CPUs (cpu.max of CAP_PERIOD_MS) may
-/// run in CAP_WINDOW_MS, per ms: the window may hold one period's quota
-/// more than its share (a refill at each end), and its last run may go past
-/// the quota by a slice and a tick before the debt is paid.
-fn cap_reading_most(cap: f64) -> f64 {
+/// run in a window of `window_ms` (timed by the probe around its two
+/// cpu.stat reads, the kernel's count on the task clock cpu.max charges),
+/// per ms: the window may hold one period's quota more than its share (a
+/// refill at each end), and its last run may go past the quota by a slice
+/// and a tick before the debt is paid.
+fn cap_reading_most(cap: f64, window_ms: f64) -> f64 {
     const CAP_PERIOD_MS: f64 = 100.0;
-    cap * (1.0 + CAP_PERIOD_MS / CAP_WINDOW_MS)
-        + (super::waits::SLICE_MS + super::waits::TICK_MS) / CAP_WINDOW_MS
+    cap * (1.0 + CAP_PERIOD_MS / window_ms)
+        + (super::waits::SLICE_MS + super::waits::TICK_MS) / window_ms
+}
+
+/// A window the probe timed, in ms; a reading of nothing is an error.
+fn window_ms(run: &crate::plan::RunResult, name: &str) -> Result<f64> {
+    let ms = figure(run, name)?;
+    if ms <= 0.0 {
+        bail!("the probe timed its window at {ms} ms");
+    }
+    Ok(ms)
 }
 
 /// The nested-cap probe's spinner, under nine capped cgroups: its eighth
@@ -285,7 +292,7 @@ fn cap_reading_most(cap: f64) -> f64 {
 fn nested_caps_charged(r: &Results) -> Result<String> {
     const CHARGED_CAP: f64 = 0.1;
     let sp = r.run_of("cpu-ids-1024", CPU_IDS_POLICY)?;
-    let used = figure(sp, "deep_usage_us_in_4s")? / 4e6;
+    let used = figure(sp, "deep_usage_us")? / 1000.0 / window_ms(sp, "deep_window_ms")?;
     if !(0.5 * CHARGED_CAP..=2.5 * CHARGED_CAP).contains(&used) {
         bail!(
             "the spinner under nine caps ran {used:.3} CPUs: its eighth nearest cap, \
@@ -337,6 +344,7 @@ fn starts_with_1024_possible_cpu_ids(r: &Results) -> Result<String> {
             view.limits
         );
     }
+    let window = window_ms(run, "capped_window_ms")?;
     let mut caps = Vec::new();
     for (i, path) in ["/bench/tree/p0/c8", "/bench/tree/p1/c16"]
         .iter()
@@ -348,14 +356,13 @@ fn starts_with_1024_possible_cpu_ids(r: &Results) -> Result<String> {
             .find(|t| t.path == *path)
             .with_context(|| format!("no tenant {path} in softpart stat"))?;
         let cap = t.cap_cpus.with_context(|| format!("{path}: no cap"))?;
-        let used =
-            figure(run, &format!("capped{}_usage_us_in_4s", i + 1))? / 1000.0 / CAP_WINDOW_MS;
-        let most = cap_reading_most(cap);
+        let used = figure(run, &format!("capped{}_usage_us", i + 1))? / 1000.0 / window;
+        let most = cap_reading_most(cap, window);
         if used > most || used < cap * 0.5 {
             bail!(
-                "{path} ran {used:.4} CPUs over {:.0} s under a cap of {cap} (cpu.stat): \
+                "{path} ran {used:.4} CPUs over {:.2} s under a cap of {cap} (cpu.stat): \
                  not within [{:.3}, {most:.4}]",
-                CAP_WINDOW_MS / 1000.0,
+                window / 1000.0,
                 cap * 0.5
             );
         }
@@ -364,10 +371,11 @@ fn starts_with_1024_possible_cpu_ids(r: &Results) -> Result<String> {
     let memlock = figure(run, "bpf_map_memlock_kb")?;
     let said = format!(
         "possible CPUs {possible}, present {present}; {} cgroup slots, {} cgroup homes; the capped \
-         spinners ran {} CPUs over 4 s (cpu.stat) under caps of 0.05; BPF maps {:.1} MB",
+         spinners ran {} CPUs over {:.2} s (cpu.stat) under caps of 0.05; BPF maps {:.1} MB",
         view.held.cgroup_slots,
         view.held.cgroup_homes,
         caps.join(" and "),
+        window / 1000.0,
         memlock / 1024.0
     );
     if memlock > MAX_MEMLOCK_KB_1024_IDS {
