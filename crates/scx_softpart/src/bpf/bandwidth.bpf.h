@@ -46,6 +46,16 @@
 #ifndef __SOFTPART_BANDWIDTH_BPF_H
 #define __SOFTPART_BANDWIDTH_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+#include "stats.bpf.h"
+#include "idle.bpf.h"
+#include "cgroup.bpf.h"
+#include "part.bpf.h"
+#include "part_queue.bpf.h"
+#include "task.bpf.h"
+
 /*
  * Parked tasks one dispatch moves back at most, over all the cgroups it
  * releases: each is a move and an idle-CPU pick under the run-queue lock.
@@ -353,7 +363,6 @@ static void budget_clear_counts(u32 slot)
 }
 
 static int budget_refill(void *map, u32 *key, struct cg_timer *t);
-
 
 /*
  * Hands @slot's parked tasks to the CPUs (release_throttled()) and kicks

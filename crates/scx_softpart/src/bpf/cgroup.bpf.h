@@ -17,6 +17,10 @@
 #ifndef __SOFTPART_CGROUP_BPF_H
 #define __SOFTPART_CGROUP_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+
 /* The slot table, written here, read by the control plane. */
 struct sp_cgroup cgroups[SP_MAX_CGROUPS];
 /* Per slot, what the control plane derives (each rate, cap_up, idle_under). */

@@ -7,6 +7,9 @@
 #ifndef __SOFTPART_CONFIG_BPF_H
 #define __SOFTPART_CONFIG_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+
 /* Set by the control plane before load. */
 const volatile u32 nr_cpus = 1;
 /* Home ids the control plane may give (the homes map's size), at most SP_MAX_HOMES. */

@@ -10,6 +10,10 @@
 #ifndef __SOFTPART_CPU_BPF_H
 #define __SOFTPART_CPU_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+
 struct sp_cpu_ctx cpu_ctxs[SP_MAX_CPUS] __attribute__((aligned(64)));
 struct sp_cpu_local cpu_locals[SP_MAX_CPUS] __attribute__((aligned(64)));
 

@@ -6,6 +6,15 @@
 #ifndef __SOFTPART_HOME_BPF_H
 #define __SOFTPART_HOME_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+#include "stats.bpf.h"
+#include "idle.bpf.h"
+#include "visitor.bpf.h"
+#include "task.bpf.h"
+#include "place.bpf.h"
+
 static __always_inline bool room_lasted(const struct task_ctx *tctx, u64 now)
 {
 	return tctx->room_since &&

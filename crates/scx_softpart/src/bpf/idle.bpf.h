@@ -6,6 +6,10 @@
 #ifndef __SOFTPART_IDLE_BPF_H
 #define __SOFTPART_IDLE_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+
 struct part_ctx {
 	struct bpf_cpumask __kptr *cpus;
 };

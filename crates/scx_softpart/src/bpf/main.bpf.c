@@ -34,10 +34,6 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 
-#ifndef PF_EXITING
-#define PF_EXITING 0x00000004 /* include/linux/sched.h */
-#endif
-
 char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);

@@ -8,6 +8,10 @@
 #ifndef __SOFTPART_PART_BPF_H
 #define __SOFTPART_PART_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+
 struct part_state {
 	/*
 	 * The vtime clock: the largest vtime a task queued here started a

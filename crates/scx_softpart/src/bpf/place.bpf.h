@@ -8,6 +8,15 @@
 #ifndef __SOFTPART_PLACE_BPF_H
 #define __SOFTPART_PLACE_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+#include "stats.bpf.h"
+#include "cpu.bpf.h"
+#include "idle.bpf.h"
+#include "visitor.bpf.h"
+#include "task.bpf.h"
+
 /*
  * How long room at home must have lasted before a task away from it goes
  * back: 3/4 of a slice. At a slice end, room seen at every check in a row

@@ -7,6 +7,16 @@
 #ifndef __SOFTPART_QUEUE_BPF_H
 #define __SOFTPART_QUEUE_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+#include "verify.bpf.h"
+#include "stats.bpf.h"
+#include "part.bpf.h"
+#include "part_queue.bpf.h"
+#include "task.bpf.h"
+#include "place.bpf.h"
+
 /*
  * One timer per CPU, for deferred steals (see head_stealable()): it kicks
  * its CPU, if still idle, when the head it passed over may be taken.

@@ -8,6 +8,10 @@
 #ifndef __SOFTPART_STATS_BPF_H
 #define __SOFTPART_STATS_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

@@ -7,6 +7,18 @@
 #ifndef __SOFTPART_TASK_BPF_H
 #define __SOFTPART_TASK_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "config.bpf.h"
+#include "stats.bpf.h"
+#include "cgroup.bpf.h"
+#include "part.bpf.h"
+#include "part_queue.bpf.h"
+
+#ifndef PF_EXITING
+#define PF_EXITING 0x00000004 /* include/linux/sched.h */
+#endif
+
 /* Furthest a task is queued ahead of the vtime clock (see task_vtime()). */
 #define SP_MAX_LEAD_NS 250000000ULL
 /*
