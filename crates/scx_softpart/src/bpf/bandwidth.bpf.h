@@ -29,7 +29,8 @@
  * run on.
  *
  * Charged locally: a charge adds to the cgroup's count for the CPU's NUMA
- * node (cg_unfolded[], one line shared by that node's CPUs only), and
+ * node (cg_unfolded[], lines written by that node's CPUs only up to
+ * SP_LOAD_DOMAINS nodes; past that, nodes that many apart share them), and
  * the count is folded into the shared budget, one atomic on its line,
  * once it reaches a sixteenth of the quota (at most 5 ms, the fair
  * class's bandwidth slice) or what the budget has left, and at every
