@@ -83,6 +83,7 @@
 	SP_EVENT(CALLS_DISPATCH, "diag: dispatch calls") \
 	SP_EVENT(CPU_LINES_READ, "diag: other CPUs' state lines read to place a task or take a CPU back (idle and visitor candidates)") \
 	SP_EVENT(PART_HEADS_READ, "diag: other partitions' queue heads looked at") \
+	SP_EVENT(PART_HEADS_LOCKED, "diag: other partitions' queues peeked at under their lock (a stale published head, or the next head after a task was taken from there)") \
 	SP_EVENT(CAP_CHARGES, "diag: CPU time charged to a capped cgroup (at a tick or a stop), each cap above a task counted") \
 	SP_EVENT(CAP_FOLDS, "diag: a node's charges folded into a capped cgroup's shared budget (writes to its line)")
 

@@ -598,6 +598,7 @@ static void release_parked(u32 slot, u32 *left)
 		struct task_ctx *tctx = lookup_tctx(p);
 		u32 by = throttled_by(task_slot(tctx)), part;
 		const struct cpumask *cpus;
+		u64 vtime;
 		s32 cpu;
 
 		if (!*left)
@@ -623,16 +624,11 @@ static void release_parked(u32 slot, u32 *left)
 			if (time_before(p->scx.dsq_vtime, floor))
 				shift = floor - p->scx.dsq_vtime;
 		}
-		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
-					   clamp_vtime(p->scx.dsq_vtime + shift, p, tctx, part));
+		vtime = clamp_vtime(p->scx.dsq_vtime + shift, p, tctx, part);
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
 		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, part_dsq(part), 0))
 			continue;
-		count_queued(part);
-		if (tctx) {
-			tctx->part_queued = part + 1;
-			if (diag)
-				tctx->queued_round = part_rounds(part);
-		}
+		note_queued(p, tctx, part, vtime);
 		stat_inc(SP_STAT_UNPARKED);
 		cpus = part_cpus(part);
 		cpu = cpus ? pick_idle(cpus, scx_bpf_task_cpu(p), 0) : -1;

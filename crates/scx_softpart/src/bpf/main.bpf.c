@@ -28,8 +28,10 @@
  * by topic: config (options, topology), stats (per-CPU counters), cpu
  * (per-CPU state), idle (idle lookups), visitor (which CPUs run
  * visitors), cgroup (the cgroup CPU contract), part (per-partition state,
- * the vtime clocks), task (task context, homes), place (wakeups), queue
- * (holds, steals, fairness across partitions), home (the way home).
+ * the vtime clocks), part_queue (a partition's queue: which hold tasks,
+ * each head as published for the others), task (task context, homes),
+ * place (wakeups), queue (holds, steals, fairness across partitions),
+ * home (the way home).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -279,7 +281,7 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 	diag_inc(SP_STAT_CALLS_ENQUEUE);
 	/* Not in any queue while it is being queued. */
 	if (tctx)
-		note_left_queue(tctx);
+		note_left_queue(p, tctx);
 	if (enqueue_outside_partitions(p, task_cpu, part, enq_flags))
 		return;
 	if (tctx && enqueue_kthread_wakeup(p, tctx, task_cpu, enq_flags))
@@ -353,7 +355,7 @@ __verified_alone int steal_or_idle(s32 cpu, u32 own)
 			break;
 		if (!head_stealable(part, cpu, now, defer, &ready_at))
 			continue;
-		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
+		if (take_head(part)) {
 			stat_inc(SP_STAT_DISPATCH_STEAL);
 			count_steal();
 			return 0;
@@ -396,7 +398,7 @@ static __always_inline void refill_started(struct task_struct *prev, s32 cpu, u3
 void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
-	struct queue_head qh;
+	struct queue_view qh;
 	bool busy, held, kept, ahead = false, overdue;
 
 	diag_inc(SP_STAT_CALLS_DISPATCH);
@@ -418,17 +420,20 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 		if (busy)
 			stat_inc(SP_STAT_WAIT_BOUND);
 	} else if (qh.found && !held && !kept) {
-		if (pull_behind(cpu, own, qh.vtime, owner_here(qh.tctx, cpu)))
+		if (pull_behind(cpu, own, qh.vtime, owner_here(&qh, cpu)))
 			return;
-	} else if (busy && pull_behind(cpu, own, prev->scx.dsq_vtime, owner_here(lookup_tctx(prev), cpu))) {
-		return;
+	} else if (busy) {
+		struct queue_view pv = task_view(prev);
+
+		if (pull_behind(cpu, own, pv.vtime, owner_here(&pv, cpu)))
+			return;
 	}
 	if (held || kept) {
 		stat_inc(held ? SP_STAT_HELD_SKIP : ahead ? SP_STAT_PREV_AHEAD : SP_STAT_OWNER_KEPT);
 	} else {
-		struct task_ctx *passed = busy ? hold_visitor_for_passing(prev, cpu, own) : NULL;
+		struct task_ctx *passed = busy ? hold_visitor_for_passing(prev, &qh, cpu) : NULL;
 
-		if (scx_bpf_dsq_move_to_local(part_dsq(own), 0)) {
+		if (take_head(own)) {
 			stat_inc(SP_STAT_DISPATCH_OWN);
 			return;
 		}
@@ -554,7 +559,7 @@ void BPF_STRUCT_OPS(softpart_quiescent, struct task_struct *p, u64 deq_flags)
 
 	if (tctx) {
 		runnable_off(tctx);
-		note_left_queue(tctx);
+		note_left_queue(p, tctx);
 	}
 }
 
@@ -662,9 +667,9 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	tctx->put_back_at = 0;
 	if (tctx->part_queued)
 		tctx->via = tctx->part_queued - 1 == part_of_cpu(cpu) ? SP_VIA_QUEUE_OWN :
-			    homed_on(tctx, cpu)			      ? SP_VIA_QUEUE_HOME :
+			    home_of(tctx) && !away_on(tctx, cpu)	      ? SP_VIA_QUEUE_HOME :
 									SP_VIA_QUEUE_STEAL;
-	note_left_queue(tctx);
+	note_left_queue(p, tctx);
 	tctx->started_ns = now;
 	tctx->exec_ns = p->se.sum_exec_runtime;
 	count_run_start(tctx, cpu, now);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Which partition queues hold tasks, so that a CPU looking for work in
- * other partitions (a steal, a pull, an idle recheck) visits only those,
+ * A partition's queue, as every CPU sees it: which queues hold tasks, and
+ * what each queue's head says of itself.
+ *
+ * Which queues hold tasks, so that a CPU looking for work in other
+ * partitions (a steal, a pull, an idle recheck) visits only those,
  * nearest first, instead of every partition: a count per partition of
  * the tasks queued there, in a line of its own, and a summary word per
  * NUMA node with a bit per partition whose count is above zero.
@@ -16,6 +19,25 @@
  * bit is never clear while the queue holds a counted task, so no CPU
  * misses work it may take. A task with no context is counted and never
  * taken out; its partition's bit then stays set, which costs a visit.
+ *
+ * The head: before 7.1 the kernel peeks at a queue's head only through
+ * the queue's iterator, which takes the queue's lock. A CPU of another
+ * partition weighing that head (a steal, a pull, where to queue a task
+ * away from home) reads instead a copy published in the partition's own
+ * line (struct published_head): written where the head changes, at an
+ * insert ahead of it, and by whoever takes a task from the queue or peeks
+ * at it under the lock anyway (the partition's own CPUs at every
+ * dispatch). The copy is a hint and may be stale, and where it is used
+ * nothing depends on it being exact: a steal or a pull takes whatever
+ * the queue's head is then, and publishes the next; a head that the copy
+ * says must wait (deferred, held) is waited for at most a slice, then
+ * looked at again; the wait bound is judged by the queue's own CPUs on
+ * the head itself. When the published head is known to have left (the
+ * kernel took it off without a consume: a dequeue, or an affinity,
+ * cgroup or priority change, for which 6.17 calls no ops.dequeue) the
+ * copy is marked stale, and the next reader peeks under the lock and
+ * publishes what it finds. From 7.1 the kernel's own peek is lockless,
+ * and nothing is published.
  */
 #ifndef __SOFTPART_PART_QUEUE_BPF_H
 #define __SOFTPART_PART_QUEUE_BPF_H
@@ -24,6 +46,9 @@
 #include "intf.h"
 #include "config.bpf.h"
 #include "verify.bpf.h"
+#include "stats.bpf.h"
+#include "part.bpf.h"
+#include "task.bpf.h"
 
 struct part_queued {
 	s64 nr;
@@ -169,6 +194,229 @@ __verified_alone s32 part_walk_next(struct part_walk *w)
 	bit = lowest_bit(w->ring);
 	w->ring &= w->ring - 1;
 	return bit;
+}
+
+/*
+ * What the queue rules know of a task, copied so that it can be weighed
+ * without the task: a partition's queue head (queue_head()), or the task
+ * a CPU runs (task_view()). @found false: no task (an empty queue).
+ */
+struct queue_view {
+	u64 vtime;
+	u64 stopped_at;		/* when it last stopped; 0: never, or no context */
+	u64 put_back_at;	/* held for put_back_cpu from then, for a slice; 0: not held */
+	u64 overdue_at;		/* past the wait bound from then (head_overdue()); 0: not waiting */
+	s32 put_back_cpu;
+	u32 home_id;		/* SP_NO_HOME: no home, or no context */
+	u32 home_part;		/* its home's partition (home_part()); SP_MAX_PARTS: no home */
+	s32 pid;
+	bool found;
+	bool has_ctx;
+};
+
+/*
+ * A partition's head as published for the other partitions' CPUs, in the
+ * partition's own line. @stale: the head left and nobody has looked at
+ * the queue since (see the top of this file).
+ */
+struct published_head {
+	struct queue_view head;
+	u32 stale;
+	u32 pad;
+};
+
+_Static_assert(sizeof(struct published_head) == 64, "one cache line per partition");
+
+struct published_head published_heads[SP_MAX_PARTS] __attribute__((aligned(64)));
+
+/*
+ * Does the kernel peek at a queue's head without the queue's lock? The
+ * same test as __COMPAT_scx_bpf_dsq_peek()'s: the kfunc came with 6.19,
+ * and could miss a head before 7.1. Resolved at load.
+ */
+static __always_inline bool peek_is_lockless(void)
+{
+	return bpf_ksym_exists(scx_bpf_dsq_peek) &&
+	       LINUX_KERNEL_VERSION >= KERNEL_VERSION(7, 1, 0);
+}
+
+/* @p (context @tctx, NULL if none) as the queue rules see it, at @vtime. */
+static __always_inline struct queue_view view_of(struct task_struct *p, struct task_ctx *tctx,
+						 u64 vtime)
+{
+	struct queue_view v = {
+		.vtime = vtime,
+		.home_id = SP_NO_HOME,
+		.home_part = SP_MAX_PARTS,
+		.pid = p->pid,
+		.found = true,
+	};
+	const struct cpumask *home;
+
+	if (!tctx)
+		return v;
+	v.has_ctx = true;
+	v.stopped_at = tctx->stopped_at;
+	v.put_back_at = tctx->put_back_at;
+	v.put_back_cpu = tctx->put_back_cpu;
+	v.overdue_at = tctx->runnable_at ? tctx->runnable_at + lead_cap(tctx) : 0;
+	home = home_of(tctx);
+	if (home) {
+		v.home_id = tctx->home_id;
+		v.home_part = home_part(home);
+	}
+	return v;
+}
+
+/* The task @p that runs on a CPU, as the queue rules see it. */
+static __always_inline struct queue_view task_view(struct task_struct *p)
+{
+	return view_of(p, lookup_tctx(p), p->scx.dsq_vtime);
+}
+
+static __always_inline struct published_head *published_head(u32 part)
+{
+	if (part >= SP_MAX_PARTS)
+		return NULL;
+	barrier_var(part);
+	return &published_heads[part];
+}
+
+/*
+ * @part's head is @v, as seen under the queue's lock: written only if it
+ * differs from the copy, so that the partition's CPUs, which see it at
+ * every dispatch, do not take the line from its readers for nothing.
+ */
+static void publish_head(u32 part, const struct queue_view *v)
+{
+	struct published_head *ph = published_head(part);
+
+	if (!ph || peek_is_lockless())
+		return;
+	if (!ph->stale && ph->head.found == v->found && ph->head.pid == v->pid &&
+	    ph->head.vtime == v->vtime && ph->head.put_back_at == v->put_back_at &&
+	    ph->head.home_id == v->home_id)
+		return;
+	ph->head = *v;
+	ph->stale = 0;
+}
+
+/* @part's head, peeked at: under the queue's lock before 7.1. */
+static __always_inline struct queue_view peek_head(u32 part)
+{
+	struct queue_view v = {};
+	struct task_struct *p = __COMPAT_scx_bpf_dsq_peek(part_dsq(part));
+
+	if (p)
+		v = view_of(p, lookup_tctx(p), p->scx.dsq_vtime);
+	return v;
+}
+
+/*
+ * @part's queue head, for a CPU of any partition. The partition's own
+ * CPUs (and every CPU from 7.1) peek at it, and publish what they see;
+ * another partition's CPU reads the published copy, and peeks under the
+ * lock only when that copy is marked stale.
+ */
+static __always_inline struct queue_view queue_head(u32 part)
+{
+	struct published_head *ph;
+	struct queue_view v;
+
+	if (part == part_of_cpu(bpf_get_smp_processor_id()) || peek_is_lockless()) {
+		v = peek_head(part);
+		publish_head(part, &v);
+		return v;
+	}
+	diag_inc(SP_STAT_PART_HEADS_READ);
+	ph = published_head(part);
+	if (!ph) {
+		v = (struct queue_view){};
+		return v;
+	}
+	if (!ph->stale)
+		return ph->head;
+	diag_inc(SP_STAT_PART_HEADS_LOCKED);
+	v = peek_head(part);
+	publish_head(part, &v);
+	return v;
+}
+
+/*
+ * Moves @part's head to this CPU's local queue, and publishes the next
+ * head: the lock the move took is this CPU's already. True if it moved.
+ */
+static bool take_head(u32 part)
+{
+	struct queue_view v;
+
+	if (!scx_bpf_dsq_move_to_local(part_dsq(part), 0))
+		return false;
+	if (!peek_is_lockless()) {
+		if (part != part_of_cpu(bpf_get_smp_processor_id()))
+			diag_inc(SP_STAT_PART_HEADS_LOCKED);
+		v = peek_head(part);
+		publish_head(part, &v);
+	}
+	return true;
+}
+
+/*
+ * @p (context @tctx) was put in @part's queue at @vtime (its insert lands
+ * when the calling callback returns): counted, and published if it is
+ * now the head.
+ */
+static void note_queued(struct task_struct *p, struct task_ctx *tctx, u32 part, u64 vtime)
+{
+	struct published_head *ph = published_head(part);
+
+	count_queued(part);
+	if (tctx) {
+		tctx->part_queued = part + 1;
+		if (diag)
+			tctx->queued_round = part_rounds(part);
+	}
+	if (!ph || peek_is_lockless())
+		return;
+	if (ph->head.found && !ph->stale && !time_before(vtime, ph->head.vtime))
+		return;
+	ph->head = view_of(p, tctx, vtime);
+	ph->stale = 0;
+}
+
+/*
+ * @p (context @tctx), counted in a partition queue (part_queued), has
+ * left it: it runs, or was dequeued, or is being queued again. If it was
+ * the published head and nobody has published since, the copy is stale.
+ */
+static __always_inline void note_left_queue(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct published_head *ph;
+	u32 part;
+
+	if (!tctx->part_queued)
+		return;
+	part = tctx->part_queued - 1;
+	count_unqueued(part);
+	tctx->part_queued = 0;
+	ph = published_head(part);
+	if (ph && !peek_is_lockless() && ph->head.found && ph->head.pid == p->pid &&
+	    !ph->stale)
+		ph->stale = 1;
+}
+
+/* Queue @p in @part's queue by vtime, remembering where it waits. */
+static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
+					  u32 part, u64 enq_flags)
+{
+	u64 vtime = task_vtime(p, tctx, part);
+
+	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, vtime, enq_flags);
+	note_queued(p, tctx, part, vtime);
+	if (tctx) {
+		tctx->queued_at_lead = at_lead_cap(tctx, part, vtime);
+		note_owner_queued(tctx, part);
+	}
 }
 
 #endif /* __SOFTPART_PART_QUEUE_BPF_H */

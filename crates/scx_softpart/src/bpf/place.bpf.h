@@ -16,6 +16,7 @@
 #include "idle.bpf.h"
 #include "visitor.bpf.h"
 #include "task.bpf.h"
+#include "part_queue.bpf.h"
 
 /*
  * How long room at home must have lasted before a task away from it goes

@@ -76,46 +76,17 @@ static void arm_steal_timer(s32 cpu, u64 now, u64 ready_at)
 }
 
 /*
- * What the head of a partition queue says of itself: its context (NULL if
- * it has none) and vtime; @found false when the queue is empty. Read
- * inside the iteration: the task itself is not kept past it.
+ * Is a queued task @v held for the CPU that put it back (for up to a
+ * slice)? held_for_other(): for a CPU other than @cpu.
  */
-struct queue_head {
-	struct task_ctx *tctx;
-	u64 vtime;
-	bool found;
-};
-
-static __always_inline struct queue_head queue_head(u32 part)
+static __always_inline bool held_now(const struct queue_view *v)
 {
-	struct queue_head qh = {};
-	struct task_struct *head;
-
-	if (part != part_of_cpu(bpf_get_smp_processor_id()))
-		diag_inc(SP_STAT_PART_HEADS_READ);
-	/* Lockless where the kernel has the peek (7.1 and later). */
-	head = __COMPAT_scx_bpf_dsq_peek(part_dsq(part));
-	if (head) {
-		qh.tctx = lookup_tctx(head);
-		qh.vtime = head->scx.dsq_vtime;
-		qh.found = true;
-	}
-	return qh;
+	return v->found && v->put_back_at && time_before(now_ns(), v->put_back_at + slice_ns);
 }
 
-/*
- * Is a queued task held for the CPU that put it back (for up to a slice)?
- * held_for_other(): for a CPU other than @cpu.
- */
-static __always_inline bool held_now(const struct task_ctx *tctx)
+static __always_inline bool held_for_other(const struct queue_view *v, s32 cpu)
 {
-	return tctx && tctx->put_back_at &&
-	       time_before(now_ns(), tctx->put_back_at + slice_ns);
-}
-
-static __always_inline bool held_for_other(const struct task_ctx *tctx, s32 cpu)
-{
-	return held_now(tctx) && tctx->put_back_cpu != cpu;
+	return held_now(v) && v->put_back_cpu != cpu;
 }
 
 /*
@@ -127,9 +98,9 @@ static __always_inline bool held_for_other(const struct task_ctx *tctx, s32 cpu)
  * its way. EEVDF queues the displaced task on its own CPU. A CPU about to
  * go idle does not ask, so no CPU idles while a held task waits.
  */
-static __always_inline bool head_held_elsewhere(const struct queue_head *qh, s32 cpu)
+static __always_inline bool head_held_elsewhere(const struct queue_view *qh, s32 cpu)
 {
-	return qh->found && held_for_other(qh->tctx, cpu);
+	return held_for_other(qh, cpu);
 }
 
 /*
@@ -142,24 +113,22 @@ static __always_inline bool head_held_elsewhere(const struct queue_head *qh, s32
  * then wait at home, and do not take turns from the owners there.
  */
 /*
- * Is @tctx (NULL: no context) a homed task whose home holds @cpu (@holds)
- * or does not (!@holds)? A task without a home is neither.
+ * Is @v a homed task whose home holds @cpu (@holds) or does not (!@holds)?
+ * A task without a home is neither.
  */
-static __always_inline bool homed_by(struct task_ctx *tctx, s32 cpu, bool holds)
+static __always_inline bool homed_by(const struct queue_view *v, s32 cpu, bool holds)
 {
-	const struct cpumask *home = tctx ? home_of(tctx) : NULL;
-
-	return home && bpf_cpumask_test_cpu(cpu, home) == holds;
+	return v->found && v->home_id != SP_NO_HOME && home_holds(v->home_id, cpu) == holds;
 }
 
-static __always_inline bool homed_on(struct task_ctx *tctx, s32 cpu)
+static __always_inline bool homed_on(const struct queue_view *v, s32 cpu)
 {
-	return homed_by(tctx, cpu, true);
+	return homed_by(v, cpu, true);
 }
 
-static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
+static __always_inline bool homed_outside(const struct queue_view *v, s32 cpu)
 {
-	return homed_by(tctx, cpu, false);
+	return homed_by(v, cpu, false);
 }
 
 /*
@@ -173,10 +142,10 @@ static __always_inline bool homed_outside(struct task_ctx *tctx, s32 cpu)
  * at its entitlement's rate, decides: an owner within its entitlement is
  * ahead on it and still runs first.
  */
-static __always_inline bool contract_reaches(struct task_ctx *visitor, struct task_ctx *owner,
-					     s32 cpu)
+static __always_inline bool contract_reaches(const struct queue_view *visitor,
+					     const struct queue_view *owner, s32 cpu)
 {
-	return visitor && owner && home_entitled_beyond(visitor->home_id) &&
+	return visitor->has_ctx && owner->has_ctx && home_entitled_beyond(visitor->home_id) &&
 	       !home_entitled_beyond(owner->home_id) && homed_outside(visitor, cpu) &&
 	       homed_on(owner, cpu);
 }
@@ -185,8 +154,7 @@ static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
 			   const struct cpumask *home, s32 task_cpu)
 {
 	u32 part = part_of_cpu(task_cpu);
-	struct queue_head qh;
-	const struct cpumask *owner_home;
+	struct queue_view qh;
 
 	if (!bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr))
 		return home_part(home);
@@ -198,11 +166,8 @@ static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
 	if (owner_queued_lately(part))
 		return home_part(home);
 	qh = queue_head(part);
-	if (qh.found && qh.tctx) {
-		owner_home = home_of(qh.tctx);
-		if (owner_home && home_part(owner_home) == part)
-			return home_part(home);
-	}
+	if (qh.found && qh.home_part == part)
+		return home_part(home);
 	stat_inc(SP_STAT_QUEUE_AWAY);
 	return part;
 }
@@ -226,20 +191,18 @@ static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
  */
 __verified_alone bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64 *ready_at)
 {
-	struct queue_head qh;
-	struct task_ctx *tctx;
+	struct queue_view qh;
 	u64 at;
 
 	if (!ready_at)
 		return false;
 	qh = queue_head(part);
-	tctx = qh.tctx;
 	if (!qh.found)
 		return false;
-	at = tctx ? tctx->stopped_at : 0;
+	at = qh.stopped_at;
 	if (!defer || !at || !time_before(now, at + steal_defer_ns) ||
-	    (tctx && home_steals_now(tctx->home_id)) || homed_on(tctx, cpu) ||
-	    (held_now(tctx) && tctx->put_back_cpu == cpu))
+	    home_steals_now(qh.home_id) || homed_on(&qh, cpu) ||
+	    (held_now(&qh) && qh.put_back_cpu == cpu))
 		return true;
 	if (!*ready_at || time_before(at + steal_defer_ns, *ready_at))
 		*ready_at = at + steal_defer_ns;
@@ -254,18 +217,14 @@ __verified_alone bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64
  * time beyond its home comes from CPUs nobody else there wants. Its own
  * home's CPUs take it back if it waits long (pull_behind()).
  */
-static bool owner_keeps_cpu(struct task_struct *prev, const struct queue_head *qh, s32 cpu)
+static bool owner_keeps_cpu(struct task_struct *prev, const struct queue_view *qh, s32 cpu)
 {
-	struct task_ctx *pctx;
-	const struct cpumask *home;
+	struct queue_view pv;
 
-	if (!qh->found || !homed_outside(qh->tctx, cpu))
+	if (!homed_outside(qh, cpu))
 		return false;
-	pctx = lookup_tctx(prev);
-	if (!pctx || contract_reaches(qh->tctx, pctx, cpu))
-		return false;
-	home = home_of(pctx);
-	return home && bpf_cpumask_test_cpu(cpu, home);
+	pv = task_view(prev);
+	return !contract_reaches(qh, &pv, cpu) && homed_on(&pv, cpu);
 }
 
 /*
@@ -277,12 +236,9 @@ static bool owner_keeps_cpu(struct task_struct *prev, const struct queue_head *q
  * the wait only as far as the clocks advance and ties hand over; this
  * bound rests on nothing but time.
  */
-static __always_inline bool head_overdue(const struct queue_head *qh, u64 now)
+static __always_inline bool head_overdue(const struct queue_view *qh, u64 now)
 {
-	struct task_ctx *tctx = qh->tctx;
-
-	return qh->found && tctx && tctx->runnable_at &&
-	       !time_before(now, tctx->runnable_at + lead_cap(tctx));
+	return qh->found && qh->overdue_at && !time_before(now, qh->overdue_at);
 }
 
 /*
@@ -299,16 +255,18 @@ static __always_inline bool head_overdue(const struct queue_head *qh, u64 now)
  * other half), and what it is owed comes from its home's CPUs
  * (pull_behind()).
  */
-static bool prev_not_behind(struct task_struct *prev, const struct queue_head *qh, s32 cpu,
+static bool prev_not_behind(struct task_struct *prev, const struct queue_view *qh, s32 cpu,
 			    u32 own)
 {
 	struct task_ctx *pctx;
+	struct queue_view pv;
 
 	if (!qh->found)
 		return false;
 	pctx = lookup_tctx(prev);
+	pv = view_of(prev, pctx, prev->scx.dsq_vtime);
 	if (pctx && (pctx->yielded ||
-		     (homed_outside(pctx, cpu) && !contract_reaches(pctx, qh->tctx, cpu))))
+		     (homed_outside(&pv, cpu) && !contract_reaches(&pv, qh, cpu))))
 		return false;
 	return !time_before(qh->vtime, task_vtime(prev, pctx, own));
 }
@@ -322,13 +280,11 @@ static bool prev_not_behind(struct task_struct *prev, const struct queue_head *q
  */
 __verified_alone bool head_behind(u32 part, s32 cpu, u64 vtime, bool owner_here)
 {
-	struct queue_head qh = queue_head(part);
-	struct task_ctx *h = qh.tctx;
+	struct queue_view qh = queue_head(part);
 
-	if (!qh.found || held_for_other(h, cpu))
+	if (!qh.found || held_for_other(&qh, cpu))
 		return false;
-	if (homed_outside(h, cpu) &&
-	    !(owner_here && h && home_entitled_beyond(h->home_id)))
+	if (homed_outside(&qh, cpu) && !(owner_here && home_entitled_beyond(qh.home_id)))
 		return false;
 	return time_before(qh.vtime + slice_lag_ns / 2, vtime);
 }
@@ -337,9 +293,9 @@ __verified_alone bool head_behind(u32 part, s32 cpu, u64 vtime, bool owner_here)
  * contract_reaches()'s half that is @next's (what @cpu would run): an
  * owner on @cpu whose home is not entitled beyond its CPUs.
  */
-static __always_inline bool owner_here(struct task_ctx *next, s32 cpu)
+static __always_inline bool owner_here(const struct queue_view *next, s32 cpu)
 {
-	return next && !home_entitled_beyond(next->home_id) && homed_on(next, cpu);
+	return next->has_ctx && !home_entitled_beyond(next->home_id) && homed_on(next, cpu);
 }
 
 /*
@@ -389,7 +345,7 @@ __verified_alone bool pull_behind(s32 cpu, u32 own, u64 vtime, bool owner_here)
 			break;
 		if (!head_behind(part, cpu, vtime, owner_here))
 			continue;
-		if (scx_bpf_dsq_move_to_local(part_dsq(part), 0)) {
+		if (take_head(part)) {
 			ps->pulled_at = now;
 			stat_inc(SP_STAT_PULL_BEHIND);
 			return true;
@@ -400,7 +356,7 @@ __verified_alone bool pull_behind(s32 cpu, u32 own, u64 vtime, bool owner_here)
 
 /*
  * @prev, a visitor on @cpu, is about to be switched out at its slice end
- * for the head of @cpu's partition queue (@own). A head with no home (a
+ * for @qh, the head of @cpu's partition queue. A head with no home (a
  * daemon, an unbound kthread, the scheduler's own thread) passes through:
  * @prev is held in its home's queue for @cpu, which takes it back when
  * that task is done, as it would its own partition's task. Unheld, the
@@ -410,9 +366,10 @@ __verified_alone bool pull_behind(s32 cpu, u32 own, u64 vtime, bool owner_here)
  * (home_hosts_visitor()). Returns @prev's context if it was marked, for
  * dispatch() to unmark if nothing moved.
  */
-static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev, s32 cpu, u32 own)
+static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev,
+						 const struct queue_view *qh, s32 cpu)
 {
-	struct task_ctx *tctx = lookup_tctx(prev), *hctx;
+	struct task_ctx *tctx = lookup_tctx(prev);
 	const struct cpumask *home;
 
 	if (!tctx)
@@ -420,8 +377,7 @@ static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev, s32 c
 	home = home_of(tctx);
 	if (!home || bpf_cpumask_test_cpu(cpu, home))
 		return NULL;
-	hctx = queue_head(own).tctx;
-	if (!hctx || homed(hctx) || home_hosts_visitor(tctx, home))
+	if (!qh->has_ctx || qh->home_id != SP_NO_HOME || home_hosts_visitor(tctx, home))
 		return NULL;
 	tctx->hold_away = 1;
 	if (diag)

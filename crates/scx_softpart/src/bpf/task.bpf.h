@@ -13,7 +13,6 @@
 #include "stats.bpf.h"
 #include "cgroup.bpf.h"
 #include "part.bpf.h"
-#include "part_queue.bpf.h"
 
 #ifndef PF_EXITING
 #define PF_EXITING 0x00000004 /* include/linux/sched.h */
@@ -263,6 +262,26 @@ static __always_inline const struct cpumask *home_of(struct task_ctx *tctx)
 }
 
 /*
+ * Does home @hid hold @cpu? Its CPUs as the control plane set them, not
+ * intersected with any task's allowed set: for a task known by its home
+ * id only (a partition's published queue head), on a CPU where, if it
+ * may not run, nothing moves it.
+ */
+static __always_inline bool home_holds(u32 hid, s32 cpu)
+{
+	struct home_ctx *h;
+	struct bpf_cpumask *cpus;
+
+	if (hid >= nr_homes)
+		return false;
+	h = bpf_map_lookup_elem(&homes, &hid);
+	if (!h)
+		return false;
+	cpus = h->cpus;
+	return cpus && bpf_cpumask_test_cpu(cpu, cast_mask(cpus));
+}
+
+/*
  * The NUMA nodes (bit n: node n) of @cpus, the task's home (∩ allowed)
  * or, for a task without one (@tctx NULL or homeless), a partition's CPUs
  * (∩ allowed): the home's nodes, else the node of @cpus' first CPU (a
@@ -408,35 +427,6 @@ static __always_inline bool owner_queued_lately(u32 part)
 	struct part_state *ps = part_state(part);
 
 	return ps && time_before(now_ns(), ps->owner_queued_at + slice_ns);
-}
-
-/*
- * @tctx's task, counted in a partition queue (part_queued), has left it:
- * it runs, or was dequeued, or is being queued again.
- */
-static __always_inline void note_left_queue(struct task_ctx *tctx)
-{
-	if (!tctx->part_queued)
-		return;
-	count_unqueued(tctx->part_queued - 1);
-	tctx->part_queued = 0;
-}
-
-/* Queue @p in @part's queue by vtime, remembering where it waits. */
-static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx *tctx,
-					  u32 part, u64 enq_flags)
-{
-	u64 vtime = task_vtime(p, tctx, part);
-
-	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, vtime, enq_flags);
-	count_queued(part);
-	if (tctx) {
-		tctx->part_queued = part + 1;
-		tctx->queued_at_lead = at_lead_cap(tctx, part, vtime);
-		if (diag)
-			tctx->queued_round = part_rounds(part);
-		note_owner_queued(tctx, part);
-	}
 }
 
 /*

@@ -19,6 +19,10 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         fast_path_work_per_call_does_not_grow,
     ),
     (
+        "other_partitions_queues_are_not_locked_to_look",
+        other_partitions_queues_are_not_locked_to_look,
+    ),
+    (
         "starts_with_1024_possible_cpu_ids",
         starts_with_1024_possible_cpu_ids,
     ),
@@ -39,10 +43,23 @@ pub(super) const TESTS: &[(&str, Check)] = &[
 /// fast-path-64's and fast-path-8's policy.
 const FAST_PATH_POLICY: &str = "softpart:--diag";
 
-/// The fast path's work per call at `scenario`: other CPUs' lines read per
-/// select_cpu call, other partitions' queue heads looked at per enqueue or
-/// dispatch call, and the most rounds a task waited (exit counters).
-fn work_per_call(r: &Results, scenario: &str) -> Result<(f64, f64, f64)> {
+/// The fast path's work at `scenario`, from the exit counters.
+struct FastPathWork {
+    /// Other CPUs' lines read per select_cpu call.
+    lines: f64,
+    /// Other partitions' queue heads looked at per enqueue or dispatch call.
+    heads: f64,
+    /// Other partitions' queue heads looked at, in all.
+    heads_read: f64,
+    /// Other partitions' queues peeked at under their lock, in all.
+    heads_locked: f64,
+    /// Tasks taken from other partitions' queues (steals and pulls).
+    moves: f64,
+    /// The most rounds a task waited.
+    rounds: f64,
+}
+
+fn work_per_call(r: &Results, scenario: &str) -> Result<FastPathWork> {
     let c = softpart_counters(exit_of(r, scenario, FAST_PATH_POLICY)?)?;
     let n = |k: &str| {
         c[k].as_f64()
@@ -57,11 +74,14 @@ fn work_per_call(r: &Results, scenario: &str) -> Result<(f64, f64, f64)> {
             "{scenario}: {select} select_cpu and {queue} enqueue and dispatch calls: too few to count"
         );
     }
-    Ok((
-        n("cpu_lines_read")? / select,
-        n("part_heads_read")? / queue,
-        n("max_wait_rounds")?,
-    ))
+    Ok(FastPathWork {
+        lines: n("cpu_lines_read")? / select,
+        heads: n("part_heads_read")? / queue,
+        heads_read: n("part_heads_read")?,
+        heads_locked: n("part_heads_locked")?,
+        moves: n("dispatch_steal")? + n("pull_behind")?,
+        rounds: n("max_wait_rounds")?,
+    })
 }
 
 /// The callbacks of every scheduling event: called in any window.
@@ -105,8 +125,10 @@ fn verified_insns(r: &Results, scenario: &str, policy: &str) -> Result<BTreeMap<
 /// over the CPUs or partitions); and no task waits past the wait bound
 /// of a 16-CPU partition.
 fn fast_path_work_per_call_does_not_grow(r: &Results) -> Result<String> {
-    let (lines8, heads8, _) = work_per_call(r, "fast-path-8")?;
-    let (lines64, heads64, rounds64) = work_per_call(r, "fast-path-64")?;
+    let w8 = work_per_call(r, "fast-path-8")?;
+    let w64 = work_per_call(r, "fast-path-64")?;
+    let (lines8, heads8) = (w8.lines, w8.heads);
+    let (lines64, heads64, rounds64) = (w64.lines, w64.heads, w64.rounds);
     let (v8, v64) = (
         verified_insns(r, "fast-path-8", FAST_PATH_POLICY)?,
         verified_insns(r, "fast-path-64", FAST_PATH_POLICY)?,
@@ -130,6 +152,41 @@ fn fast_path_work_per_call_does_not_grow(r: &Results) -> Result<String> {
     let bound = super::waits::bound_rounds(16);
     if rounds64 > bound {
         bail!("{said}: past the wait bound ({bound} rounds)");
+    }
+    Ok(said)
+}
+
+/// Of the other partitions' queue heads looked at, the share that may be
+/// peeked at under the queue's lock beyond the moves (a stale published
+/// head): a queue's head is published where it changes, and a CPU of
+/// another partition reads the copy.
+const MAX_LOCKED_LOOKS: f64 = 0.05;
+
+/// fast-path-64 runs on 6.17, where the kernel peeks at a queue's head
+/// only under its lock: the other partitions' heads looked at are read
+/// from their published copies, and a queue is peeked at under its lock
+/// after a task was taken from it (by the CPU whose move took that lock)
+/// and, beyond those, at most for MAX_LOCKED_LOOKS of the looks. Every
+/// look was such a peek before the heads were published.
+fn other_partitions_queues_are_not_locked_to_look(r: &Results) -> Result<String> {
+    let w = work_per_call(r, "fast-path-64")?;
+    let beyond = (w.heads_locked - w.moves).max(0.0);
+    let said = format!(
+        "{:.0} other partitions' heads looked at, {:.0} queues peeked at under their lock, \
+         {:.0} of them after a task was taken from there ({:.0} steals and pulls), {beyond:.0} beyond",
+        w.heads_read,
+        w.heads_locked,
+        w.heads_locked.min(w.moves),
+        w.moves
+    );
+    if w.heads_read < 100.0 {
+        bail!("{said}: too few looks to count");
+    }
+    if beyond > MAX_LOCKED_LOOKS * w.heads_read {
+        bail!(
+            "{said}: more than {:.0}% of the looks took a queue's lock",
+            MAX_LOCKED_LOOKS * 100.0
+        );
     }
     Ok(said)
 }
