@@ -246,14 +246,42 @@ impl Sources {
             8000,
         );
         format!(
-            "{stacks}\n-- sched_ext dump (SysRq-D) --\n{}\n-- runnable tasks per CPU ({SCHED_DEBUG}) --\n{runnable}",
+            "{stacks}\n-- sched_ext dump (SysRq-D) --\n{}\n-- runnable tasks per CPU ({SCHED_DEBUG}) --\n{runnable}\n-- the scheduler's log, its end --\n{}",
             if scx.trim().is_empty() {
                 "(none)"
             } else {
                 &scx
-            }
+            },
+            scheduler_log_tail(std::path::Path::new("/tmp"), 6000)
         )
     }
+}
+
+/// The end (at most `max` bytes) of the newest scheduler log in `dir`
+/// (the agent's `sched-*.err`): the scheduler that stalled, whose log the
+/// bench would lose with the guest if the stall ran to the time limit.
+fn scheduler_log_tail(dir: &std::path::Path, max: usize) -> String {
+    let newest = fs::read_dir(dir).ok().and_then(|entries| {
+        entries
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("sched-") && name.ends_with(".err")
+            })
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .max()
+    });
+    let Some((_, path)) = newest else {
+        return "(no scheduler log)".into();
+    };
+    let text = fs::read(&path).unwrap_or_default();
+    let start = text.len().saturating_sub(max);
+    format!(
+        "{}:\n{}",
+        path.display(),
+        String::from_utf8_lossy(&text[start..])
+    )
 }
 
 /// Starts the watchdog; it writes its reports as result lines on `tty`.
@@ -408,6 +436,20 @@ cpu#7, 2400.000 MHz
             "cpu#6: nr_running 4; running hotplug.sh[300]; runnable kworker/6:1[51], stress-ng x2\n\
              cpu#7: nr_running 0; running -; runnable -\n"
         );
+    }
+
+    #[test]
+    fn the_newest_scheduler_log_is_the_one_told() {
+        let dir = std::env::temp_dir().join(format!("watchdog-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        assert_eq!(scheduler_log_tail(&dir, 100), "(no scheduler log)");
+        fs::write(dir.join("sched-1.err"), "old run").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(dir.join("sched-2.err"), "0123456789 the stall").unwrap();
+        fs::write(dir.join("sched-3.out"), "not a log").unwrap();
+        let told = scheduler_log_tail(&dir, 9);
+        fs::remove_dir_all(&dir).unwrap();
+        assert!(told.ends_with("sched-2.err:\nthe stall"), "{told}");
     }
 
     #[test]
