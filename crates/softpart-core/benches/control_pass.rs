@@ -7,7 +7,7 @@
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use softpart_core::balance::{self, Group, Part};
-use softpart_core::shares::{CgroupLoad, cgroup_entitlements, charge_rates, contract_pass};
+use softpart_core::shares::{CgroupLoad, contract_pass};
 use std::hint::black_box;
 
 /// A container or VM host's tree: the root, slices of 256 cgroups each;
@@ -56,16 +56,9 @@ fn contract(c: &mut Criterion) {
     let mut g = c.benchmark_group("contract_pass");
     for n in [2_048, 16_384] {
         let cgroups = tree(n);
-        // Two trees a pass, as the two calls build them.
-        g.bench_with_input(BenchmarkId::new("two_trees", n), &cgroups, |b, cg| {
-            b.iter(|| {
-                let rates = charge_rates(black_box(cg), 384.0);
-                let ent = cgroup_entitlements(black_box(cg), 384.0);
-                black_box((rates, ent))
-            })
-        });
-        // One tree a pass: what the control plane runs.
-        g.bench_with_input(BenchmarkId::new("one_tree", n), &cgroups, |b, cg| {
+        // One pass: the rates and the entitlements, what the control
+        // plane runs at each contract refresh.
+        g.bench_with_input(BenchmarkId::new("pass", n), &cgroups, |b, cg| {
             b.iter(|| black_box(contract_pass(black_box(cg), 384.0)))
         });
     }
