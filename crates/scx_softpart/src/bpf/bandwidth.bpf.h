@@ -291,12 +291,13 @@ static void budget_take(struct sp_cg_budget *b, s64 ns)
 }
 
 /*
- * Every node's unfolded charge to @slot, into its budget: at a refill, so
- * that it tops up what was really used. A loop over the SP_LOAD_DOMAINS
- * counts, per capped cgroup and period, on its timer: no scheduling event
- * runs it.
+ * Every node's unfolded charge to @slot, emptied: into its budget @b at a
+ * refill, so that it tops up what was really used; forgotten (@b NULL)
+ * at a new contract. A loop over the SP_LOAD_DOMAINS counts, per capped
+ * cgroup and period, on its timer or a cgroup callback: no scheduling
+ * event runs it.
  */
-static void budget_fold_all(u32 slot, struct sp_cg_budget *b)
+static void unfolded_drain(u32 slot, struct sp_cg_budget *b)
 {
 	s64 *unfolded;
 	u32 d;
@@ -305,22 +306,12 @@ static void budget_fold_all(u32 slot, struct sp_cg_budget *b)
 		unfolded = unfolded_in(slot, d);
 		if (!unfolded)
 			break;
-		if (*unfolded)
+		if (!*unfolded)
+			continue;
+		if (b)
 			budget_take(b, __sync_lock_test_and_set(unfolded, 0));
-	}
-}
-
-/* A new contract for @slot: what its nodes had not folded is forgotten. */
-static void unfolded_clear(u32 slot)
-{
-	s64 *unfolded;
-	u32 d;
-
-	bpf_for(d, 0, SP_LOAD_DOMAINS) {
-		unfolded = unfolded_in(slot, d);
-		if (!unfolded)
-			break;
-		*unfolded = 0;
+		else
+			*unfolded = 0;
 	}
 }
 
@@ -337,7 +328,7 @@ static void budget_reset(u32 slot, struct sp_cgroup *cg, bool release)
 	cg->cap_up = capped(cg) ? slot : cap_above(cg);
 	if (!b)
 		return;
-	unfolded_clear(slot);
+	unfolded_drain(slot, NULL);
 	b->left_ns = capped(cg) ? quota_ns(cg) : 0;
 	b->refilled_at = refill_clock();
 	if (b->throttled_at) {
@@ -425,7 +416,7 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 			hand_release(slot);
 		return 0;
 	}
-	budget_fold_all(slot, b);
+	unfolded_drain(slot, b);
 	top = budget_cap_ns(cg);
 	/* The quota for the time since the last refill, at most a full budget. */
 	period = cg->period_us * 1000;
