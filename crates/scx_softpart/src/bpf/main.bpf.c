@@ -485,7 +485,7 @@ bool BPF_STRUCT_OPS(softpart_yield, struct task_struct *from,
 			tctx->yielded = 1;
 		return false;
 	}
-	if (tctx && homed(tctx) && tctx->at_home != 1)
+	if (tctx && homed(tctx) && tctx->ran != SP_RAN_HOME)
 		stat_inc(SP_STAT_YIELD_KEPT_AWAY);
 	stat_inc(SP_STAT_YIELD_KEPT);
 	return false;
@@ -629,11 +629,11 @@ static void count_run_start(struct task_ctx *tctx, s32 cpu, u64 now)
 		return;
 	}
 	in = bpf_cpumask_test_cpu(cpu, home);
-	if (gs && in && tctx->at_home == 0)
+	if (gs && in && tctx->ran == SP_RAN_AWAY)
 		gs->returns++;
-	else if (gs && !in && tctx->at_home == 1)
+	else if (gs && !in && tctx->ran == SP_RAN_HOME)
 		gs->spills++;
-	tctx->at_home = in;
+	tctx->ran = in ? SP_RAN_HOME : SP_RAN_AWAY;
 	/* Away: the visitor's home partition + 1 (claim_visitor_cpu()). */
 	set_visitor(cpu, in ? 0 : home_part(home) + 1);
 }
@@ -714,7 +714,7 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 		return;
 	/* Tasks without a home count as at home, so that their time shows. */
 	home = home_of(tctx);
-	if (!home || tctx->at_home == 1) {
+	if (!home || tctx->ran == SP_RAN_HOME) {
 		gs->run_home_ns += ran;
 		return;
 	}
@@ -742,7 +742,7 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	tctx->stopped_at = now_ns();
 	/* Homeless tasks (kthreads, daemons) leave the mark as it is. */
 	if (cl && homed(tctx))
-		cl->owner_stopped_at = tctx->at_home == 1 ? tctx->stopped_at : 0;
+		cl->owner_stopped_at = tctx->ran == SP_RAN_HOME ? tctx->stopped_at : 0;
 	/* Preempted or out of slice: it waits again from now. */
 	if (runnable)
 		tctx->runnable_at = tctx->stopped_at;
@@ -946,7 +946,7 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 		return -ENOMEM;
 	tctx->home_id = SP_NO_HOME;
 	tctx->found_home = SP_NO_HOME;
-	tctx->at_home = 2;
+	tctx->ran = SP_RAN_NOT_YET;
 	tctx->last_cpu = -1;
 	tctx->counted_slot = SP_NO_CGROUP;
 	tctx->cg_slot = SP_NO_CGROUP;

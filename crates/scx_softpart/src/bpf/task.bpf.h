@@ -63,6 +63,16 @@ struct {
 	__type(value, u32);
 } cgroup_homes SEC(".maps");
 
+/*
+ * Where a homed task last started running, against its home then
+ * (task_ctx.ran; left as it was while the task has no home).
+ */
+enum sp_ran {
+	SP_RAN_AWAY,		/* outside its home: a visitor there */
+	SP_RAN_HOME,		/* inside its home */
+	SP_RAN_NOT_YET,		/* not run since it was created */
+};
+
 struct task_ctx {
 	/* home ∩ allowed, valid while home_id != SP_NO_HOME */
 	struct bpf_cpumask __kptr *home;
@@ -80,7 +90,7 @@ struct task_ctx {
 	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
 	s32 last_cpu;		/* where it last ran; -1 before its first run */
 	u32 home_id;
-	u32 at_home;		/* 0 away, 1 at home, 2 not yet run */
+	u32 ran;		/* enum sp_ran */
 	/* a per-CPU kthread counted in kthreads_queued, not yet run */
 	u32 kthread_queued;
 	/* first of the checks in a row that saw room at home while away; 0: none */
@@ -232,7 +242,7 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 	tctx->home_id = home;
 	/* Loaded once, so that the verifier sees the pointer it checked. */
 	mask = tctx->home;
-	if (mask && tctx->at_home == 1 && tctx->last_cpu >= 0 &&
+	if (mask && tctx->ran == SP_RAN_HOME && tctx->last_cpu >= 0 &&
 	    !bpf_cpumask_test_cpu(tctx->last_cpu, cast_mask(mask)))
 		tctx->rehomed = 1;
 }
