@@ -257,9 +257,11 @@ impl Sources {
     }
 }
 
-/// The end (at most `max` bytes) of the newest scheduler log in `dir`
-/// (the agent's `sched-*.err`): the scheduler that stalled, whose log the
-/// bench would lose with the guest if the stall ran to the time limit.
+/// The newest scheduler log in `dir` (the agent's `sched-*.err`): the
+/// scheduler that stalled, whose log the bench would lose with the guest
+/// if the stall ran to the time limit. At most `max` bytes: from its last
+/// debug dump on (which opens with why the scheduler is exiting) half of
+/// them, and the log's last half.
 fn scheduler_log_tail(dir: &std::path::Path, max: usize) -> String {
     let newest = fs::read_dir(dir).ok().and_then(|entries| {
         entries
@@ -275,13 +277,29 @@ fn scheduler_log_tail(dir: &std::path::Path, max: usize) -> String {
     let Some((_, path)) = newest else {
         return "(no scheduler log)".into();
     };
-    let text = fs::read(&path).unwrap_or_default();
-    let start = text.len().saturating_sub(max);
-    format!(
-        "{}:\n{}",
-        path.display(),
-        String::from_utf8_lossy(&text[start..])
-    )
+    let text = String::from_utf8_lossy(&fs::read(&path).unwrap_or_default()).into_owned();
+    let tail_from = floor_char(&text, text.len().saturating_sub(max / 2));
+    let head = match text.rfind("DEBUG DUMP") {
+        Some(at) if at < tail_from => {
+            let end = floor_char(&text, (at + max / 2).min(tail_from));
+            format!("{}\n...\n", &text[at..end])
+        }
+        _ => String::new(),
+    };
+    let tail_from = if head.is_empty() {
+        floor_char(&text, text.len().saturating_sub(max))
+    } else {
+        tail_from
+    };
+    format!("{}:\n{head}{}", path.display(), &text[tail_from..])
+}
+
+/// The nearest char boundary of `text` at or below `at`.
+fn floor_char(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// Starts the watchdog; it writes its reports as result lines on `tty`.
@@ -448,8 +466,20 @@ cpu#7, 2400.000 MHz
         fs::write(dir.join("sched-2.err"), "0123456789 the stall").unwrap();
         fs::write(dir.join("sched-3.out"), "not a log").unwrap();
         let told = scheduler_log_tail(&dir, 9);
-        fs::remove_dir_all(&dir).unwrap();
         assert!(told.ends_with("sched-2.err:\nthe stall"), "{told}");
+        // A dump: its opening (why), then the log's end.
+        let log = format!(
+            "start\nDEBUG DUMP\nwhy: stall\n{}\nthe end",
+            "x".repeat(100)
+        );
+        fs::write(dir.join("sched-2.err"), log).unwrap();
+        let told = scheduler_log_tail(&dir, 60);
+        fs::remove_dir_all(&dir).unwrap();
+        assert!(told.contains(":\nDEBUG DUMP\nwhy: stall\n"), "{told}");
+        assert!(
+            told.ends_with(&format!("\n...\n{}\nthe end", "x".repeat(22))),
+            "{told}"
+        );
     }
 
     #[test]
