@@ -241,6 +241,31 @@ static __always_inline s64 debt_floor_ns(const struct sp_cgroup *cg)
 	return -(s64)((periods ? periods : 1) * cg->quota_us * 1000);
 }
 
+/*
+ * What a refill @since ns after the last adds to @cg's budget: the quota
+ * for the time that passed, however late the timer fired (a timer that
+ * fires late does not shorten the cgroup's time, nor lengthen a debt's
+ * repayment: at a quota per refill, a debt at the floor took three times
+ * SP_DEBT_REPAY_NS to repay where timers fired three periods apart, and
+ * its tasks stayed parked past the kernel's watchdog). No more than
+ * @span, what lifts the deepest debt to a full budget: beyond it the
+ * time makes no difference, and the products stay within 64 bits for
+ * any cap up to SP_MAX_CPUS CPUs.
+ */
+static __always_inline s64 refill_add(const struct sp_cgroup *cg, u64 since, s64 span)
+{
+	u64 period = cg->period_us * 1000, whole;
+	s64 quota = quota_ns(cg);
+
+	if (!period || quota <= 0)
+		return quota;
+	whole = since / period;
+	if (whole > (u64)(span / quota) + 1)
+		return span;
+	/* The part period in us: a cap of SP_MAX_CPUS CPUs for a period of 1 s fits. */
+	return quota * whole + quota * (s64)((since % period) / 1000) / (s64)cg->period_us;
+}
+
 /* A fold's worth of charge for @cg: a share of its quota, at most SP_FOLD_MAX_NS. */
 static __always_inline s64 fold_ns(const struct sp_cgroup *cg)
 {
@@ -403,7 +428,7 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 	struct sp_cgroup *cg = cgroup_at(slot);
 	struct sp_cg_budget *b = budget_at(slot);
 	s64 old, new, top, add, floor;
-	u64 now = now_ns(), period, at;
+	u64 now = now_ns(), period, at, since;
 	bool parked;
 	u32 i;
 
@@ -418,17 +443,12 @@ static int budget_refill(void *map, u32 *key, struct cg_timer *t)
 	}
 	unfolded_drain(slot, b);
 	top = budget_cap_ns(cg);
-	/* The quota for the time since the last refill, at most a full budget. */
-	period = cg->period_us * 1000;
-	add = quota_ns(cg);
-	at = refill_clock();
-	if (b->refilled_at && time_before(b->refilled_at, at) && period) {
-		u64 since = at - b->refilled_at;
-
-		add = since >= 2 * period ? top : (s64)(quota_ns(cg) * since / period);
-	}
-	b->refilled_at = at;
 	floor = debt_floor_ns(cg);
+	period = cg->period_us * 1000;
+	at = refill_clock();
+	since = b->refilled_at && time_before(b->refilled_at, at) ? at - b->refilled_at : period;
+	add = refill_add(cg, since, top - floor);
+	b->refilled_at = at;
 	if (b->left_ns + add < floor)
 		stat_inc(SP_STAT_DEBT_FORGIVEN);
 	old = b->left_ns;
