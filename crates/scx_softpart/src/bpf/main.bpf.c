@@ -399,37 +399,44 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	struct queue_view qh;
-	bool busy, held, kept, ahead = false, overdue;
+	bool busy, held, kept;
+	int keep = SP_KEEP_NONE;
 
 	diag_inc(SP_STAT_CALLS_DISPATCH);
 	if (release_pending)
 		release_throttled();
 	/* A throttled prev is parked by enqueue(): the CPU is as good as free. */
 	busy = prev && (prev->scx.flags & SCX_TASK_QUEUED) && !task_throttled(prev);
-	qh = queue_head(own);
-	/* Past the wait bound, the head runs next: no rule below keeps it waiting. */
-	overdue = head_overdue(&qh, now_ns());
-	held = busy && !overdue && head_held_elsewhere(&qh, cpu);
-	kept = busy && !overdue && !held && owner_keeps_cpu(prev, &qh, cpu);
-	if (busy && !overdue && !held && !kept)
-		kept = ahead = prev_not_behind(prev, &qh, cpu, own);
+	queue_head(own, &qh);
 
-	/* What runs next here, unless another partition is owed the CPU. */
-	if (overdue) {
-		/* Counted where the bound decides: a free CPU takes the head anyway. */
+	/*
+	 * What runs next here, unless another partition is owed the CPU.
+	 * Past the wait bound, the head runs next: no rule keeps it waiting
+	 * (counted where the bound decides: a free CPU takes the head anyway).
+	 */
+	if (head_overdue(&qh, now_ns())) {
 		if (busy)
 			stat_inc(SP_STAT_WAIT_BOUND);
-	} else if (qh.found && !held && !kept) {
-		if (pull_behind(cpu, own, qh.vtime, owner_here(&qh, cpu)))
-			return;
 	} else if (busy) {
+		/* Only here: one view of prev, dead past this block for the verifier. */
 		struct queue_view pv = task_view(prev);
 
-		if (pull_behind(cpu, own, pv.vtime, owner_here(&pv, cpu)))
+		keep = prev_keeps_cpu(&qh, &pv, cpu, task_vtime(prev, lookup_tctx(prev), own));
+		if (qh.found && keep == SP_KEEP_NONE) {
+			if (pull_behind(cpu, own, qh.vtime, owner_here(&qh, cpu)))
+				return;
+		} else if (pull_behind(cpu, own, pv.vtime, owner_here(&pv, cpu))) {
 			return;
+		}
+	} else if (qh.found && pull_behind(cpu, own, qh.vtime, owner_here(&qh, cpu))) {
+		return;
 	}
+	held = keep == SP_KEEP_HELD;
+	kept = keep == SP_KEEP_OWNER || keep == SP_KEEP_AHEAD;
 	if (held || kept) {
-		stat_inc(held ? SP_STAT_HELD_SKIP : ahead ? SP_STAT_PREV_AHEAD : SP_STAT_OWNER_KEPT);
+		stat_inc(keep == SP_KEEP_HELD	? SP_STAT_HELD_SKIP :
+			 keep == SP_KEEP_AHEAD	? SP_STAT_PREV_AHEAD :
+						  SP_STAT_OWNER_KEPT);
 	} else {
 		struct task_ctx *passed = busy ? hold_visitor_for_passing(prev, &qh, cpu) : NULL;
 

@@ -212,6 +212,7 @@ struct queue_view {
 	s32 pid;
 	bool found;
 	bool has_ctx;
+	bool yielded;		/* a running task that gave its CPU up with sched_yield() */
 };
 
 /*
@@ -219,6 +220,14 @@ struct queue_view {
  * partition's own line. @stale: the head left and nobody has looked at
  * the queue since (see the top of this file).
  */
+/* What dispatch() does with a busy CPU's task at its slice end (prev_keeps_cpu()). */
+enum sp_keep {
+	SP_KEEP_NONE,		/* hand the CPU over */
+	SP_KEEP_HELD,		/* the head is held for another CPU */
+	SP_KEEP_OWNER,		/* an owner keeps its CPU from a visitor */
+	SP_KEEP_AHEAD,		/* not behind the head */
+};
+
 struct published_head {
 	struct queue_view head;
 	u32 stale;
@@ -240,9 +249,15 @@ static __always_inline bool peek_is_lockless(void)
 	       LINUX_KERNEL_VERSION >= KERNEL_VERSION(7, 1, 0);
 }
 
-/* @p (context @tctx, NULL if none) as the queue rules see it, at @vtime. */
+/*
+ * @p (context @tctx, NULL if none) as the queue rules see it, at @vtime.
+ * @queued: as a queue's head, with what only a waiting task has (its
+ * hold, its wait bound, its home's partition); else as the task a CPU
+ * runs, with its home only, which keeps the many paths of dispatch()
+ * that weigh it short for the verifier.
+ */
 static __always_inline struct queue_view view_of(struct task_struct *p, struct task_ctx *tctx,
-						 u64 vtime)
+						 u64 vtime, bool queued)
 {
 	struct queue_view v = {
 		.vtime = vtime,
@@ -256,22 +271,26 @@ static __always_inline struct queue_view view_of(struct task_struct *p, struct t
 	if (!tctx)
 		return v;
 	v.has_ctx = true;
+	home = home_of(tctx);
+	if (home)
+		v.home_id = tctx->home_id;
+	if (!queued) {
+		v.yielded = tctx->yielded;
+		return v;
+	}
 	v.stopped_at = tctx->stopped_at;
 	v.put_back_at = tctx->put_back_at;
 	v.put_back_cpu = tctx->put_back_cpu;
 	v.overdue_at = tctx->runnable_at ? tctx->runnable_at + lead_cap(tctx) : 0;
-	home = home_of(tctx);
-	if (home) {
-		v.home_id = tctx->home_id;
+	if (home)
 		v.home_part = home_part(home);
-	}
 	return v;
 }
 
 /* The task @p that runs on a CPU, as the queue rules see it. */
 static __always_inline struct queue_view task_view(struct task_struct *p)
 {
-	return view_of(p, lookup_tctx(p), p->scx.dsq_vtime);
+	return view_of(p, lookup_tctx(p), p->scx.dsq_vtime, false);
 }
 
 static __always_inline struct published_head *published_head(u32 part)
@@ -286,67 +305,84 @@ static __always_inline struct published_head *published_head(u32 part)
  * @part's head is @v, as seen under the queue's lock: written only if it
  * differs from the copy, so that the partition's CPUs, which see it at
  * every dispatch, do not take the line from its readers for nothing.
+ * Verified alone (verify.bpf.h), as peek_head().
  */
-static void publish_head(u32 part, const struct queue_view *v)
+__verified_alone int publish_head(u32 part, const struct queue_view *v)
 {
 	struct published_head *ph = published_head(part);
 
-	if (!ph || peek_is_lockless())
-		return;
+	if (!ph || !v || peek_is_lockless())
+		return 0;
 	if (!ph->stale && ph->head.found == v->found && ph->head.pid == v->pid &&
 	    ph->head.vtime == v->vtime && ph->head.put_back_at == v->put_back_at &&
 	    ph->head.home_id == v->home_id)
-		return;
+		return 0;
 	ph->head = *v;
 	ph->stale = 0;
-}
-
-/* @part's head, peeked at: under the queue's lock before 7.1. */
-static __always_inline struct queue_view peek_head(u32 part)
-{
-	struct queue_view v = {};
-	struct task_struct *p = __COMPAT_scx_bpf_dsq_peek(part_dsq(part));
-
-	if (p)
-		v = view_of(p, lookup_tctx(p), p->scx.dsq_vtime);
-	return v;
+	return 0;
 }
 
 /*
- * @part's queue head, for a CPU of any partition. The partition's own
- * CPUs (and every CPU from 7.1) peek at it, and publish what they see;
- * another partition's CPU reads the published copy, and peeks under the
- * lock only when that copy is marked stale.
+ * @part's head, peeked at (under the queue's lock before 7.1), into @v.
+ * Verified alone (verify.bpf.h): queue_head() and take_head() both peek,
+ * and each copy of the queue's iterator and of the head's fields costs
+ * the verifier thousands of instructions.
  */
-static __always_inline struct queue_view queue_head(u32 part)
+__verified_alone int peek_head(u32 part, struct queue_view *v)
+{
+	struct task_struct *p;
+
+	if (!v)
+		return -EINVAL;
+	*v = (struct queue_view){};
+	p = __COMPAT_scx_bpf_dsq_peek(part_dsq(part));
+	if (p)
+		*v = view_of(p, lookup_tctx(p), p->scx.dsq_vtime, true);
+	return 0;
+}
+
+/*
+ * @part's queue head, for a CPU of any partition, into @v. The
+ * partition's own CPUs (and every CPU from 7.1) peek at it, and publish
+ * what they see; another partition's CPU reads the published copy, and
+ * peeks under the lock only when that copy is marked stale. Verified
+ * alone (verify.bpf.h): dispatch() and the walks over partitions read
+ * heads on many paths, and the three ways to read one, walked again at
+ * each, more than tripled dispatch()'s verification.
+ */
+__verified_alone int queue_head(u32 part, struct queue_view *v)
 {
 	struct published_head *ph;
-	struct queue_view v;
 
+	if (!v)
+		return -EINVAL;
 	if (part == part_of_cpu(bpf_get_smp_processor_id()) || peek_is_lockless()) {
-		v = peek_head(part);
-		publish_head(part, &v);
-		return v;
+		peek_head(part, v);
+		publish_head(part, v);
+		return 0;
 	}
 	diag_inc(SP_STAT_PART_HEADS_READ);
 	ph = published_head(part);
 	if (!ph) {
-		v = (struct queue_view){};
-		return v;
+		*v = (struct queue_view){};
+		return 0;
 	}
-	if (!ph->stale)
-		return ph->head;
+	if (!ph->stale) {
+		*v = ph->head;
+		return 0;
+	}
 	diag_inc(SP_STAT_PART_HEADS_LOCKED);
-	v = peek_head(part);
-	publish_head(part, &v);
-	return v;
+	peek_head(part, v);
+	publish_head(part, v);
+	return 0;
 }
 
 /*
  * Moves @part's head to this CPU's local queue, and publishes the next
  * head: the lock the move took is this CPU's already. True if it moved.
+ * Verified alone (verify.bpf.h), as queue_head().
  */
-static bool take_head(u32 part)
+__verified_alone bool take_head(u32 part)
 {
 	struct queue_view v;
 
@@ -355,7 +391,7 @@ static bool take_head(u32 part)
 	if (!peek_is_lockless()) {
 		if (part != part_of_cpu(bpf_get_smp_processor_id()))
 			diag_inc(SP_STAT_PART_HEADS_LOCKED);
-		v = peek_head(part);
+		peek_head(part, &v);
 		publish_head(part, &v);
 	}
 	return true;
@@ -380,7 +416,7 @@ static void note_queued(struct task_struct *p, struct task_ctx *tctx, u32 part, 
 		return;
 	if (ph->head.found && !ph->stale && !time_before(vtime, ph->head.vtime))
 		return;
-	ph->head = view_of(p, tctx, vtime);
+	ph->head = view_of(p, tctx, vtime, true);
 	ph->stale = 0;
 }
 

@@ -165,7 +165,7 @@ static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
 	}
 	if (owner_queued_lately(part))
 		return home_part(home);
-	qh = queue_head(part);
+	queue_head(part, &qh);
 	if (qh.found && qh.home_part == part)
 		return home_part(home);
 	stat_inc(SP_STAT_QUEUE_AWAY);
@@ -196,7 +196,7 @@ __verified_alone bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64
 
 	if (!ready_at)
 		return false;
-	qh = queue_head(part);
+	queue_head(part, &qh);
 	if (!qh.found)
 		return false;
 	at = qh.stopped_at;
@@ -210,21 +210,17 @@ __verified_alone bool head_stealable(u32 part, s32 cpu, u64 now, bool defer, u64
 }
 
 /*
- * Busy @cpu is about to switch @prev, a task homed on it, out for its
+ * Busy @cpu is about to switch @pv, a task homed on it, out for its
  * partition's head @qh, a visitor (a task homed elsewhere that waits
  * here): no. A visitor gets a partition's CPUs its owners leave, not
  * turns taken from them: homes decide where a tenant runs, and its CPU
  * time beyond its home comes from CPUs nobody else there wants. Its own
  * home's CPUs take it back if it waits long (pull_behind()).
  */
-static bool owner_keeps_cpu(struct task_struct *prev, const struct queue_view *qh, s32 cpu)
+static __always_inline bool owner_keeps_cpu(const struct queue_view *pv,
+					    const struct queue_view *qh, s32 cpu)
 {
-	struct queue_view pv;
-
-	if (!homed_outside(qh, cpu))
-		return false;
-	pv = task_view(prev);
-	return !contract_reaches(qh, &pv, cpu) && homed_on(&pv, cpu);
+	return homed_outside(qh, cpu) && !contract_reaches(qh, pv, cpu) && homed_on(pv, cpu);
 }
 
 /*
@@ -242,8 +238,8 @@ static __always_inline bool head_overdue(const struct queue_view *qh, u64 now)
 }
 
 /*
- * Busy @cpu's @prev, at its slice end, is not behind its partition's head
- * @qh on the vtime clock: it runs on, as EEVDF
+ * Busy @cpu's prev @pv (at @prev_vtime), at its slice end, is not behind
+ * its partition's head @qh on the vtime clock: it runs on, as EEVDF
  * keeps the current task while it is eligible with the earliest deadline. Handed over whatever the
  * vtimes, a task that is owed CPU time waits in the queue for the next
  * slice end among the partition's CPUs, or for a slice where it is held
@@ -255,20 +251,38 @@ static __always_inline bool head_overdue(const struct queue_view *qh, u64 now)
  * other half), and what it is owed comes from its home's CPUs
  * (pull_behind()).
  */
-static bool prev_not_behind(struct task_struct *prev, const struct queue_view *qh, s32 cpu,
-			    u32 own)
+static __always_inline bool prev_not_behind(const struct queue_view *pv,
+					    const struct queue_view *qh, s32 cpu, u64 prev_vtime)
 {
-	struct task_ctx *pctx;
-	struct queue_view pv;
-
 	if (!qh->found)
 		return false;
-	pctx = lookup_tctx(prev);
-	pv = view_of(prev, pctx, prev->scx.dsq_vtime);
-	if (pctx && (pctx->yielded ||
-		     (homed_outside(&pv, cpu) && !contract_reaches(&pv, qh, cpu))))
+	if (pv->has_ctx && (pv->yielded || (homed_outside(pv, cpu) && !contract_reaches(pv, qh, cpu))))
 		return false;
-	return !time_before(qh->vtime, task_vtime(prev, pctx, own));
+	return !time_before(qh->vtime, prev_vtime);
+}
+
+/*
+ * Busy @cpu's prev (@pv; @prev_vtime: its vtime on its partition's
+ * clock, task_vtime()) at its slice end, against its partition's head
+ * @qh, which is not overdue: held for another CPU (SP_KEEP_HELD), an
+ * owner keeping its CPU from a visitor (SP_KEEP_OWNER), not behind the
+ * head (SP_KEEP_AHEAD), or handed over (SP_KEEP_NONE). Verified alone
+ * (verify.bpf.h): the head's and prev's fields are many independent
+ * branches, which walked again on each of dispatch()'s paths took its
+ * verification past any bound.
+ */
+__verified_alone int prev_keeps_cpu(const struct queue_view *qh, const struct queue_view *pv,
+				    s32 cpu, u64 prev_vtime)
+{
+	if (!qh || !pv)
+		return SP_KEEP_NONE;
+	if (head_held_elsewhere(qh, cpu))
+		return SP_KEEP_HELD;
+	if (owner_keeps_cpu(pv, qh, cpu))
+		return SP_KEEP_OWNER;
+	if (prev_not_behind(pv, qh, cpu, prev_vtime))
+		return SP_KEEP_AHEAD;
+	return SP_KEEP_NONE;
 }
 
 /*
@@ -280,8 +294,9 @@ static bool prev_not_behind(struct task_struct *prev, const struct queue_view *q
  */
 __verified_alone bool head_behind(u32 part, s32 cpu, u64 vtime, bool owner_here)
 {
-	struct queue_view qh = queue_head(part);
+	struct queue_view qh;
 
+	queue_head(part, &qh);
 	if (!qh.found || held_for_other(&qh, cpu))
 		return false;
 	if (homed_outside(&qh, cpu) && !(owner_here && home_entitled_beyond(qh.home_id)))

@@ -10,6 +10,7 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "config.bpf.h"
+#include "verify.bpf.h"
 #include "stats.bpf.h"
 #include "cgroup.bpf.h"
 #include "part.bpf.h"
@@ -275,9 +276,10 @@ static __always_inline const struct cpumask *home_of(struct task_ctx *tctx)
  * Does home @hid hold @cpu? Its CPUs as the control plane set them, not
  * intersected with any task's allowed set: for a task known by its home
  * id only (a partition's published queue head), on a CPU where, if it
- * may not run, nothing moves it.
+ * may not run, nothing moves it. Verified alone (verify.bpf.h): the queue
+ * rules ask it up to four times on one path of dispatch().
  */
-static __always_inline bool home_holds(u32 hid, s32 cpu)
+__verified_alone bool home_holds(u32 hid, s32 cpu)
 {
 	struct home_ctx *h;
 	struct bpf_cpumask *cpus;

@@ -283,8 +283,11 @@ fn control_plane_cost(r: &Results, scenario: &str, policy: &str) -> Result<Strin
 /// verifier must check once on their own (verify.bpf.h): walked again at
 /// each call instead, they took the whole to about 215,000 and dispatch
 /// alone to 133,000; the build before the loops took about 87,000.
+/// Dispatch weighs published queue heads, field copies whose fields the
+/// verifier cannot relate: it walks about 42,000 (14,000 before them),
+/// within the whole's bound.
 const MAX_VERIFIED_INSNS: f64 = 120_000.0;
-const MAX_VERIFIED_INSNS_ONE: f64 = 40_000.0;
+const MAX_VERIFIED_INSNS_ONE: f64 = 50_000.0;
 
 /// The verifier's walk of every callback, from the kernel's count of
 /// each program's verified instructions (callback_costs figures).
