@@ -399,8 +399,8 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = part_of_cpu(cpu);
 	struct queue_view qh;
-	bool busy, held, kept;
 	int keep = SP_KEEP_NONE;
+	bool busy;
 
 	diag_inc(SP_STAT_CALLS_DISPATCH);
 	if (release_pending)
@@ -431,9 +431,7 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 	} else if (qh.found && pull_behind(cpu, own, qh.vtime, owner_here(&qh, cpu))) {
 		return;
 	}
-	held = keep == SP_KEEP_HELD;
-	kept = keep == SP_KEEP_OWNER || keep == SP_KEEP_AHEAD;
-	if (held || kept) {
+	if (keep != SP_KEEP_NONE) {
 		stat_inc(keep == SP_KEEP_HELD	? SP_STAT_HELD_SKIP :
 			 keep == SP_KEEP_AHEAD	? SP_STAT_PREV_AHEAD :
 						  SP_STAT_OWNER_KEPT);
