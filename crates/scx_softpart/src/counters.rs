@@ -47,8 +47,13 @@ pub(crate) fn events(cpus: &[sp_cpu_stats]) -> Vec<u64> {
 /// The keys of a group slot's run-delay histograms in group_hists, one
 /// per load domain (src/bpf/stats.bpf.h).
 fn hist_keys(maps: &BpfMaps, slot: u32) -> std::ops::Range<u32> {
-    let domains = maps.rodata_data.as_ref().map_or(1, |r| r.hist_domains);
+    let domains = hist_domains(maps) as u32;
     slot * domains..(slot + 1) * domains
+}
+
+/// How many histograms a group slot has (one per load domain).
+pub(crate) fn hist_domains(maps: &BpfMaps) -> usize {
+    maps.rodata_data.as_ref().map_or(1, |r| r.hist_domains) as usize
 }
 
 /// A group slot's run-delay histogram, summed over the load domains.

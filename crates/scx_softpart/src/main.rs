@@ -487,10 +487,10 @@ impl<'a> Scheduler<'a> {
             let mut at = traffic::thread_cpu_ns();
             if self.last_util_at.elapsed() >= SOFTNESS_PERIOD {
                 self.refresh_softness();
-                at = self.phase_cpu.add("softness", at);
+                at = self.phase_cpu.add("softness", at, self.traffic.read);
             }
             if self.refresh_contract() {
-                at = self.phase_cpu.add("contract", at);
+                at = self.phase_cpu.add("contract", at, self.traffic.read);
             }
             if self.last_scan.elapsed() >= CGROUP_SCAN_PERIOD {
                 // Always: the statistics name cgroups by path, and a
@@ -500,29 +500,30 @@ impl<'a> Scheduler<'a> {
                     self.scan_cgroups();
                     self.phase_cpu.count("cgroup_walks");
                 }
-                at = self.phase_cpu.add("cgroup_scan", at);
+                at = self.phase_cpu.add("cgroup_scan", at, self.traffic.read);
                 self.check_limits();
                 self.note_cgroup_run();
                 // Groups of threads that have all ended give up their id.
                 let used = referenced_homes(&self.skel.maps, &mut self.traffic);
                 self.homes.release_unreferenced(&used);
-                if self.home_samples.wanted(std::time::Instant::now()) {
-                    self.sample_homes();
-                }
                 self.update_status();
                 self.last_scan = std::time::Instant::now();
-                at = self.phase_cpu.add("samples", at);
+                at = self.phase_cpu.add("samples", at, self.traffic.read);
+                if self.home_samples.wanted(std::time::Instant::now()) {
+                    self.sample_homes();
+                    at = self.phase_cpu.add("stats_samples", at, self.traffic.read);
+                }
             }
             if let Some((job, decision)) = self.decider.take() {
                 self.apply_balance(&job, decision);
-                at = self.phase_cpu.add("balancer", at);
+                at = self.phase_cpu.add("balancer", at, self.traffic.read);
             }
             if self.last_balance.elapsed() >= self.balance_period
                 && !self.balance_rules.is_empty()
                 && !self.decider.busy()
             {
                 self.balance();
-                at = self.phase_cpu.add("balancer", at);
+                at = self.phase_cpu.add("balancer", at, self.traffic.read);
             }
             while stats_rx.try_recv().is_ok() {
                 stats_tx.send(self.snapshot())?;
@@ -530,7 +531,6 @@ impl<'a> Scheduler<'a> {
             while let Some(reply) = self.metrics.as_ref().and_then(|rx| rx.try_recv().ok()) {
                 let _ = reply.send(self.snapshot());
             }
-            self.phase_cpu.add("requests", at);
             match self.calls.recv_timeout(SOFTNESS_PERIOD) {
                 Ok(call) => {
                     let changes = call.req.changes_homes();
@@ -544,6 +544,7 @@ impl<'a> Scheduler<'a> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => bail!("the control socket thread died"),
             }
+            self.phase_cpu.add("requests", at, self.traffic.read);
         }
         self.attached.store(false, Ordering::Relaxed);
         self.save_state();

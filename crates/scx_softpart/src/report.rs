@@ -86,7 +86,9 @@ impl Scheduler<'_> {
             .collect();
         // Each home's counters, one copy per CPU id.
         self.traffic
-            .read::<crate::bpf_intf::sp_group_stats>(groups.len() * self.group_stats.nr_cpus());
+            .read_for_stats::<crate::bpf_intf::sp_group_stats>(
+                groups.len() * self.group_stats.nr_cpus(),
+            );
         self.home_samples.prev = self.home_samples.last.take();
         self.home_samples.last = Some((monotonic_ns(), groups));
     }
@@ -105,7 +107,22 @@ impl Scheduler<'_> {
             self.sample_homes();
         }
         self.home_samples.readers_until = Some(Instant::now() + HOME_READERS_KEEP);
-        self.stat()
+        let view = self.stat();
+        // Each balanced group's counters (one copy per CPU id), each
+        // tenant's budget, and the keys of the thread and cgroup homes.
+        let homed = view
+            .groups
+            .iter()
+            .filter(|g| self.homes.find(&g.label).is_some());
+        self.traffic
+            .read_for_stats::<crate::bpf_intf::sp_group_stats>(
+                homed.count() * self.group_stats.nr_cpus(),
+            );
+        self.traffic
+            .read_for_stats::<sp_cg_budget>(self.tenant_slots().len());
+        self.traffic.read_for_stats::<u32>(view.held.task_homes);
+        self.traffic.read_for_stats::<u64>(view.held.cgroup_homes);
+        view
     }
 
     /// The balancer's report (`softpart stat`).
@@ -165,7 +182,9 @@ impl Scheduler<'_> {
             cpu_s: crate::traffic::thread_cpu_ns().saturating_sub(self.cpu_at_attach) as f64 / 1e9,
             map_read_bytes: self.traffic.read,
             map_written_bytes: self.traffic.written,
+            map_read_bytes_for_stats: self.traffic.read_for_stats,
             cpu_s_by_phase: self.phase_cpu.secs(),
+            map_read_bytes_by_phase: self.phase_cpu.read_bytes(),
             runs: self.phase_cpu.runs(),
         }
     }
@@ -214,12 +233,14 @@ impl Scheduler<'_> {
             home_ids: self.homes.iter().count(),
             balanced: self.balancer.groups.len(),
             restarts: self.restarts,
+            // From the copy of the slot table, not the table's 16,384
+            // entries.
             cgroup_slots: self
-                .skel
-                .maps
-                .bss_data
-                .as_ref()
-                .map_or(0, |bss| bss.cgroups.iter().filter(|c| c.cgid != 0).count()),
+                .cgroup_table
+                .slots()
+                .iter()
+                .filter(|c| c.cgid != 0)
+                .count(),
         }
     }
 
@@ -249,7 +270,7 @@ impl Scheduler<'_> {
     }
 
     /// Everything `--stats` reports, as of now.
-    pub(crate) fn snapshot(&self) -> stats::Snapshot {
+    pub(crate) fn snapshot(&mut self) -> stats::Snapshot {
         let mut snap = stats::Snapshot {
             at_ns: monotonic_ns(),
             service: stats::ServiceState {
@@ -311,6 +332,19 @@ impl Scheduler<'_> {
             snap.parts
                 .insert(i as u32, (cpulist::format(cpus), cpus.len(), raw));
         }
+        // Every CPU's counters, and every home's (and the homeless
+        // slot's) per CPU id, histograms per load domain, budgets.
+        let nr_cpus = self.group_stats.nr_cpus();
+        let slots = snap.groups.len();
+        self.traffic
+            .read_for_stats::<crate::bpf_intf::sp_cpu_stats>(per_cpu.len());
+        self.traffic
+            .read_for_stats::<crate::bpf_intf::sp_group_stats>(slots * nr_cpus);
+        self.traffic.read_for_stats::<crate::bpf_intf::sp_hist>(
+            slots * counters::hist_domains(&self.skel.maps),
+        );
+        self.traffic
+            .read_for_stats::<sp_cg_budget>(snap.tenants.len());
         snap
     }
 }

@@ -148,10 +148,20 @@ pub struct ControlCost {
     pub cpu_s: f64,
     pub map_read_bytes: u64,
     pub map_written_bytes: u64,
+    /// Of `map_read_bytes`, what was read only to answer statistics
+    /// requests (`softpart stat`, `--stats`, metrics) and the samples of
+    /// the homes' counters kept each second for a minute after a
+    /// `softpart stat`: the cost of being watched, apart from the
+    /// scheduling work's.
+    #[serde(default)]
+    pub map_read_bytes_for_stats: u64,
     /// The main loop's CPU time by phase (softness, contract,
-    /// cgroup_scan, samples, balancer, requests), seconds.
+    /// cgroup_scan, samples, stats_samples, balancer, requests), seconds.
     #[serde(default)]
     pub cpu_s_by_phase: std::collections::BTreeMap<String, f64>,
+    /// The bytes of `map_read_bytes` each phase read.
+    #[serde(default)]
+    pub map_read_bytes_by_phase: std::collections::BTreeMap<String, u64>,
     /// How many times each phase ran, and how many times the copy of
     /// the cgroup slot table was taken (cgroup_table_copies) and the
     /// cgroup tree walked (cgroup_walks).

@@ -237,6 +237,12 @@ fn control_plane_cost(r: &Results, scenario: &str, policy: &str) -> Result<Strin
         bail!("the two readings are {secs:.1} s apart");
     }
     let read = (b.cost.map_read_bytes - a.cost.map_read_bytes) as f64 / secs;
+    // What the two `softpart stat` requests themselves made it read (and
+    // the homes' samples it keeps each second after one): the cost of
+    // being watched, said apart and not gated.
+    let for_stats =
+        (b.cost.map_read_bytes_for_stats - a.cost.map_read_bytes_for_stats) as f64 / secs;
+    let read = read - for_stats;
     let written = (b.cost.map_written_bytes - a.cost.map_written_bytes) as f64 / secs;
     let cpu = (b.cost.cpu_s - a.cost.cpu_s) / secs;
     let phases: Vec<String> = b
@@ -249,10 +255,11 @@ fn control_plane_cost(r: &Results, scenario: &str, policy: &str) -> Result<Strin
         })
         .collect();
     let said = format!(
-        "{} cgroup slots; over {secs:.1} s the control plane read {:.1} KB/s and wrote {:.2} KB/s of BPF maps, and its main loop took {:.2}% of a CPU under TCG ({})",
+        "{} cgroup slots; over {secs:.1} s the control plane read {:.1} KB/s and wrote {:.2} KB/s of BPF maps (and read {:.1} KB/s for the statistics requests), and its main loop took {:.2}% of a CPU under TCG ({})",
         b.held.cgroup_slots,
         read / 1e3,
         written / 1e3,
+        for_stats / 1e3,
         cpu * 100.0,
         phases.join(", ")
     );
@@ -265,7 +272,25 @@ fn control_plane_cost(r: &Results, scenario: &str, policy: &str) -> Result<Strin
             format!("{what} {:.1}/s", (n - was) as f64 / secs)
         })
         .collect();
-    let said = format!("{said}; {}", runs.join(", "));
+    let read_by: Vec<String> = b
+        .cost
+        .map_read_bytes_by_phase
+        .iter()
+        .map(|(phase, &n)| {
+            let was = a
+                .cost
+                .map_read_bytes_by_phase
+                .get(phase)
+                .copied()
+                .unwrap_or(0);
+            format!("{phase} {:.1} KB/s", (n - was) as f64 / secs / 1e3)
+        })
+        .collect();
+    let said = format!(
+        "{said}; {}; read by {}",
+        runs.join(", "),
+        read_by.join(", ")
+    );
     let said = match crate::table::probe_figures(run).get("scheduler_cpu_ticks_in_10s") {
         Some(ticks) => format!("{said}; the whole process {:.1}% by /proc", ticks / 10.0),
         None => said,
