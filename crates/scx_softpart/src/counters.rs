@@ -3,9 +3,9 @@
 //! mapping), and each node its own copy of a group's histogram; this sums
 //! them, by group and by partition.
 
-use crate::bpf_intf::{sp_cpu_stats, sp_group_stats, sp_hist};
+use crate::bpf_intf::{sp_cpu_stats, sp_hist};
 use crate::bpf_skel::BpfMaps;
-use crate::group_stats::GroupStats;
+use crate::group_stats::{GroupStats, RunAndWait};
 use crate::stats::RawCounters;
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::BTreeSet;
@@ -114,13 +114,13 @@ pub(crate) fn group_counts(stats: &GroupStats, slot: u32) -> RawCounters {
 }
 
 /// A group's CPU time on each partition's CPUs (run at home or away).
-pub(crate) fn group_part_ns(per_cpu: &[sp_group_stats], parts: &[BTreeSet<usize>]) -> Vec<u64> {
+pub(crate) fn group_part_ns(per_cpu: &[RunAndWait], parts: &[BTreeSet<usize>]) -> Vec<u64> {
     parts
         .iter()
         .map(|cpus| {
             cpus.iter()
                 .filter_map(|&c| per_cpu.get(c))
-                .map(|g| g.run_home_ns + g.run_away_ns)
+                .map(|g| g.run_ns)
                 .sum()
         })
         .collect()

@@ -68,6 +68,25 @@ impl GroupStats {
             .collect()
     }
 
+    /// `slot`'s run time and wait, one per CPU id: three counters of the
+    /// first line of each CPU's entry, so a reading pulls one line per CPU
+    /// where the whole entry is three.
+    pub(crate) fn run_and_wait(&self, slot: u32) -> Vec<RunAndWait> {
+        self.range(slot)
+            .map(|i| {
+                // SAFETY: as in per_cpu(); fields of an entry in the mapping.
+                unsafe {
+                    let g = self.base.add(i);
+                    RunAndWait {
+                        run_ns: std::ptr::read_volatile(&raw const (*g).run_home_ns)
+                            + std::ptr::read_volatile(&raw const (*g).run_away_ns),
+                        wait_ns: std::ptr::read_volatile(&raw const (*g).delay_ns),
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Zeroes `slot`'s counters, for a slot taken by a new group.
     pub(crate) fn reset(&self, slot: u32) {
         for i in self.range(slot) {
@@ -82,9 +101,93 @@ impl GroupStats {
     }
 }
 
+/// A group's CPU time (at home and away) and time waiting on one CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RunAndWait {
+    pub run_ns: u64,
+    pub wait_ns: u64,
+}
+
+/// Bytes a RunAndWait reading takes from an entry.
+pub(crate) const RUN_AND_WAIT_BYTES: usize = 3 * size_of::<u64>();
+
+// What run_and_wait() reads lies in an entry's first cache line.
+const _: () = assert!(
+    std::mem::offset_of!(sp_group_stats, run_home_ns) < 64
+        && std::mem::offset_of!(sp_group_stats, run_away_ns) < 64
+        && std::mem::offset_of!(sp_group_stats, delay_ns) < 64
+);
+
 impl Drop for GroupStats {
     fn drop(&mut self) {
         // SAFETY: the mapping made in map(), unmapped once.
         unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table of `slots` x `nr_cpus` zeroed entries in anonymous memory,
+    /// as the map's mapping is.
+    fn table(slots: usize, nr_cpus: usize) -> GroupStats {
+        let entries = slots * nr_cpus;
+        let len = entries * size_of::<sp_group_stats>();
+        // SAFETY: a new private anonymous mapping, unmapped by Drop.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        GroupStats {
+            base: base.cast(),
+            len,
+            entries,
+            nr_cpus,
+        }
+    }
+
+    #[test]
+    fn run_and_wait_reads_the_slots_own_cpus() {
+        let t = table(3, 4);
+        for slot in 0..3u32 {
+            for cpu in 0..4usize {
+                let i = slot as usize * 4 + cpu;
+                let n = (slot as u64 + 1) * 100 + cpu as u64;
+                // SAFETY: an entry of the table.
+                unsafe {
+                    let g = t.base.add(i);
+                    (*g).run_home_ns = n;
+                    (*g).run_away_ns = 1_000 * n;
+                    (*g).delay_ns = 7 * n;
+                    (*g).spills = 99;
+                }
+            }
+        }
+        let got = t.run_and_wait(1);
+        let want: Vec<RunAndWait> = (0..4u64)
+            .map(|cpu| RunAndWait {
+                run_ns: 1_001 * (200 + cpu),
+                wait_ns: 7 * (200 + cpu),
+            })
+            .collect();
+        assert_eq!(got, want);
+        // The whole entries say the same.
+        let whole: Vec<RunAndWait> = t
+            .per_cpu(1)
+            .iter()
+            .map(|g| RunAndWait {
+                run_ns: g.run_home_ns + g.run_away_ns,
+                wait_ns: g.delay_ns,
+            })
+            .collect();
+        assert_eq!(got, whole);
     }
 }

@@ -747,15 +747,15 @@ impl<'a> Scheduler<'a> {
             let Some(id) = self.homes.find(&g.label) else {
                 continue;
             };
-            let per_cpu = self.group_stats.per_cpu(id);
+            let per_cpu = self.group_stats.run_and_wait(id);
             self.traffic
-                .read::<bpf_intf::sp_group_stats>(self.group_stats.nr_cpus());
+                .read::<[u8; group_stats::RUN_AND_WAIT_BYTES]>(per_cpu.len());
             let part_ns = counters::group_part_ns(&per_cpu, &self.parts);
             readings.insert(
                 *cgid,
                 balancer::Reading {
                     total_ns: part_ns.iter().sum(),
-                    wait_ns: per_cpu.iter().map(|g| g.delay_ns).sum(),
+                    wait_ns: per_cpu.iter().map(|g| g.wait_ns).sum(),
                     part_ns,
                 },
             );
