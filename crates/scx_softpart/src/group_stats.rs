@@ -27,17 +27,23 @@ impl GroupStats {
                 size_of::<sp_group_stats>()
             );
         }
+        // The map's own memory, of the size the kernel allocated (rounded
+        // to pages by mmap); the fd stays open as long as the skeleton,
+        // which outlives this.
+        Self::mapped(entries, nr_cpus, libc::MAP_SHARED, map.as_fd().as_raw_fd())
+    }
+
+    /// A table of `entries` mapped with `flags` from `fd` (-1: anonymous).
+    fn mapped(entries: usize, nr_cpus: usize, flags: i32, fd: i32) -> Result<GroupStats> {
         let len = entries * size_of::<sp_group_stats>();
-        // SAFETY: a new shared mapping of the map's own memory, of the
-        // size the kernel allocated (rounded to pages by mmap); the fd
-        // stays open as long as the skeleton, which outlives this.
+        // SAFETY: a new mapping, unmapped by Drop.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                map.as_fd().as_raw_fd(),
+                flags,
+                fd,
                 0,
             )
         };
@@ -129,29 +135,15 @@ impl Drop for GroupStats {
 mod tests {
     use super::*;
 
-    /// A table of `slots` x `nr_cpus` zeroed entries in anonymous memory,
-    /// as the map's mapping is.
+    /// A table of `slots` x `nr_cpus` zeroed entries in anonymous memory.
     fn table(slots: usize, nr_cpus: usize) -> GroupStats {
-        let entries = slots * nr_cpus;
-        let len = entries * size_of::<sp_group_stats>();
-        // SAFETY: a new private anonymous mapping, unmapped by Drop.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        GroupStats {
-            base: base.cast(),
-            len,
-            entries,
+        GroupStats::mapped(
+            slots * nr_cpus,
             nr_cpus,
-        }
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+        )
+        .unwrap()
     }
 
     #[test]
