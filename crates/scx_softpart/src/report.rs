@@ -120,6 +120,8 @@ impl Scheduler<'_> {
             );
         self.traffic
             .read_for_stats::<sp_cg_budget>(self.tenant_slots().len());
+        self.traffic
+            .read_for_stats::<crate::bpf_skel::types::sp_cgroup>(self.cgroup_table.slots().len());
         self.traffic.read_for_stats::<u32>(view.held.task_homes);
         self.traffic.read_for_stats::<u64>(view.held.cgroup_homes);
         view
@@ -233,15 +235,21 @@ impl Scheduler<'_> {
             home_ids: self.homes.iter().count(),
             balanced: self.balancer.groups.len(),
             restarts: self.restarts,
-            // From the copy of the slot table, not the table's 16,384
-            // entries.
-            cgroup_slots: self
-                .cgroup_table
-                .slots()
+            cgroup_slots: self.cgroup_slots_in_use(),
+        }
+    }
+
+    /// The cgroup slots taken now: the table up to the highest slot ever
+    /// taken, not its 16,384 entries.
+    fn cgroup_slots_in_use(&self) -> usize {
+        self.skel.maps.bss_data.as_ref().map_or(0, |bss| {
+            // SAFETY: an aligned u32 of the mapped .bss, written whole.
+            let used = unsafe { std::ptr::read_volatile(&bss.cgroups_used) } as usize;
+            bss.cgroups[..used.min(bss.cgroups.len())]
                 .iter()
                 .filter(|c| c.cgid != 0)
-                .count(),
-        }
+                .count()
+        })
     }
 
     /// One JSON line with the fast path's counters, for tests and scripts.
