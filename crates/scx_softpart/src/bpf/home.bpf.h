@@ -17,8 +17,8 @@
 
 static __always_inline bool room_lasted(const struct task_ctx *tctx, u64 now)
 {
-	return tctx->room_since &&
-	       !time_before(now, tctx->room_since + SP_ROOM_LASTED_NS);
+	return tctx->where.room_since &&
+	       !time_before(now, tctx->where.room_since + SP_ROOM_LASTED_NS);
 }
 
 /* An idle CPU at home and nothing queued there; claims nothing. */
@@ -49,12 +49,12 @@ static bool should_go_home(struct task_struct *p, s32 cpu)
 	if (!home)
 		return false;
 	if (bpf_cpumask_test_cpu(cpu, home) || !home_has_room(home)) {
-		tctx->room_since = 0;
+		tctx->where.room_since = 0;
 		return false;
 	}
 	now = now_ns();
-	if (!tctx->room_since) {
-		tctx->room_since = now;
+	if (!tctx->where.room_since) {
+		tctx->where.room_since = now;
 		return false;
 	}
 	return room_lasted(tctx, now);
@@ -76,16 +76,16 @@ static bool send_home(struct task_struct *p, struct task_ctx *tctx,
 	    (!(enq_flags & SCX_ENQ_LAST) || room_lasted(tctx, now_ns())))
 		cpu = pick_idle(home, task_cpu, 0);
 	if (cpu >= 0) {
-		tctx->room_since = 0;
+		tctx->where.room_since = 0;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(SP_STAT_RETURN_IDLE);
-		tctx->via = (enq_flags & SCX_ENQ_WAKEUP) ? SP_VIA_RETURN : SP_VIA_RETURN_SLICE;
+		tctx->where.via = (enq_flags & SCX_ENQ_WAKEUP) ? SP_VIA_RETURN : SP_VIA_RETURN_SLICE;
 		return true;
 	}
 	cpu = claim_visitor_cpu(home, nodes_of(tctx, home));
 	if (cpu >= 0) {
-		tctx->via = SP_VIA_EVICT;
+		tctx->where.via = SP_VIA_EVICT;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		stat_inc(SP_STAT_EVICT);

@@ -82,10 +82,10 @@ s32 BPF_STRUCT_OPS(softpart_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 	if (evict) {
-		tctx->via = SP_VIA_EVICT;
+		tctx->where.via = SP_VIA_EVICT;
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	} else {
-		tctx->via = away_on(tctx, cpu) ? SP_VIA_WAKE_AWAY : SP_VIA_WAKE_HOME;
+		tctx->where.via = away_on(tctx, cpu) ? SP_VIA_WAKE_AWAY : SP_VIA_WAKE_HOME;
 	}
 	return cpu;
 }
@@ -131,8 +131,8 @@ static bool enqueue_kthread_wakeup(struct task_struct *p, struct task_ctx *tctx,
 	    !bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr))
 		return false;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | task_cpu, slice_ns, enq_flags);
-	if (!tctx->kthread_queued) {
-		tctx->kthread_queued = 1;
+	if (!tctx->queue.kthread) {
+		tctx->queue.kthread = 1;
 		count_kthread_queued(task_cpu);
 	}
 	scx_bpf_kick_cpu(task_cpu, SCX_KICK_IDLE);
@@ -181,7 +181,7 @@ static __always_inline bool enqueue_to_idle_home(struct task_struct *p, struct t
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	stat_inc(SP_STAT_ENQUEUE_IDLE);
 	if (tctx)
-		tctx->via = SP_VIA_ENQUEUE_IDLE;
+		tctx->where.via = SP_VIA_ENQUEUE_IDLE;
 	return true;
 }
 
@@ -201,13 +201,13 @@ static __always_inline void enqueue_and_kick(struct task_struct *p, struct task_
 	if (tctx) {
 		if (!(enq_flags & SCX_ENQ_WAKEUP) &&
 		    (part == part_of_cpu(task_cpu) || hold_away)) {
-			tctx->put_back_cpu = task_cpu;
-			tctx->put_back_at = now_ns();
+			tctx->queue.put_back_cpu = task_cpu;
+			tctx->queue.put_back_at = now_ns();
 			stat_inc(SP_STAT_PUT_BACK_HELD);
 			if (away_on(tctx, task_cpu))
 				stat_inc(SP_STAT_PUT_BACK_HELD_AWAY);
 		} else {
-			tctx->put_back_at = 0;
+			tctx->queue.put_back_at = 0;
 		}
 	}
 	queue_in_part(p, tctx, part, enq_flags);
@@ -302,8 +302,8 @@ void BPF_STRUCT_OPS(softpart_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 
 	if (tctx) {
-		hold_away = tctx->hold_away;
-		tctx->hold_away = 0;
+		hold_away = tctx->where.hold_away;
+		tctx->where.hold_away = 0;
 		refresh_home(p, tctx);
 		if (homed(tctx)) {
 			home = home_of(tctx);
@@ -443,8 +443,8 @@ void BPF_STRUCT_OPS(softpart_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 		}
 		if (passed) {
-			passed->hold_away = 0;
-			passed->passed_cpu = 0;
+			passed->where.hold_away = 0;
+			passed->where.passed_cpu = 0;
 		}
 	}
 	if (!busy) {
@@ -487,10 +487,10 @@ bool BPF_STRUCT_OPS(softpart_yield, struct task_struct *from,
 	    scx_bpf_dsq_nr_queued(part_dsq(part_of_cpu(cpu)))) {
 		from->scx.slice = 0;
 		if (tctx)
-			tctx->yielded = 1;
+			tctx->queue.yielded = 1;
 		return false;
 	}
-	if (tctx && homed(tctx) && tctx->ran != SP_RAN_HOME)
+	if (tctx && homed(tctx) && tctx->where.ran != SP_RAN_HOME)
 		stat_inc(SP_STAT_YIELD_KEPT_AWAY);
 	stat_inc(SP_STAT_YIELD_KEPT);
 	return false;
@@ -551,9 +551,9 @@ void BPF_STRUCT_OPS(softpart_runnable, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tctx = lookup_tctx(p);
 
 	if (tctx) {
-		tctx->runnable_at = now_ns();
+		tctx->queue.runnable_at = now_ns();
 		/* A sleep ends the checks in a row (see room_lasted()). */
-		tctx->room_since = 0;
+		tctx->where.room_since = 0;
 		runnable_on(p, tctx);
 	}
 }
@@ -573,7 +573,7 @@ void BPF_STRUCT_OPS(softpart_set_weight, struct task_struct *p, u32 weight)
 {
 	struct task_ctx *tctx = lookup_tctx(p);
 
-	if (tctx && tctx->counted_slot != SP_NO_CGROUP) {
+	if (tctx && tctx->cg.counted_slot != SP_NO_CGROUP) {
 		runnable_off(tctx);
 		runnable_on(p, tctx);
 	}
@@ -582,10 +582,10 @@ void BPF_STRUCT_OPS(softpart_set_weight, struct task_struct *p, u32 weight)
 /* --diag: where a held put-back or a passed visitor ran next. */
 static void count_diag_on_run(struct task_ctx *tctx, s32 cpu)
 {
-	if (tctx->put_back_at)
-		stat_inc(tctx->put_back_cpu == cpu ? SP_STAT_PUT_BACK_SAME : SP_STAT_PUT_BACK_MOVED);
-	if (tctx->passed_cpu) {
-		s32 passed = tctx->passed_cpu - 1;
+	if (tctx->queue.put_back_at)
+		stat_inc(tctx->queue.put_back_cpu == cpu ? SP_STAT_PUT_BACK_SAME : SP_STAT_PUT_BACK_MOVED);
+	if (tctx->where.passed_cpu) {
+		s32 passed = tctx->where.passed_cpu - 1;
 
 		if (passed == cpu)
 			stat_inc(SP_STAT_PASSED_SAME_CPU);
@@ -593,7 +593,7 @@ static void count_diag_on_run(struct task_ctx *tctx, s32 cpu)
 			stat_inc(SP_STAT_PASSED_SAME_NODE);
 		else
 			stat_inc(SP_STAT_PASSED_CROSSED);
-		tctx->passed_cpu = 0;
+		tctx->where.passed_cpu = 0;
 	}
 }
 
@@ -604,20 +604,20 @@ static void count_diag_on_run(struct task_ctx *tctx, s32 cpu)
  */
 static void count_run_start(struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	struct sp_group_stats *gs = group_stats_of(tctx->home_id);
+	struct sp_group_stats *gs = group_stats_of(tctx->home.id);
 	const struct cpumask *home = home_of(tctx);
 	bool in;
 
-	if (tctx->runnable_at && now > tctx->runnable_at)
-		record_delay(tctx->home_id, gs, now - tctx->runnable_at);
-	tctx->runnable_at = 0;
-	if (tctx->last_cpu >= 0 && tctx->last_cpu != cpu) {
-		u32 d = migration_dist(tctx->last_cpu, cpu);
+	if (tctx->queue.runnable_at && now > tctx->queue.runnable_at)
+		record_delay(tctx->home.id, gs, now - tctx->queue.runnable_at);
+	tctx->queue.runnable_at = 0;
+	if (tctx->where.last_cpu >= 0 && tctx->where.last_cpu != cpu) {
+		u32 d = migration_dist(tctx->where.last_cpu, cpu);
 
 		if (gs && d < SP_NR_DIST)
 			gs->migrations[d]++;
 		if (d == SP_DIST_XNODE && homed(tctx)) {
-			u32 via = tctx->rehomed ? SP_VIA_REHOME : tctx->via;
+			u32 via = tctx->home.rehomed ? SP_VIA_REHOME : tctx->where.via;
 
 			if (via >= SP_NR_VIA)
 				via = SP_VIA_OTHER;
@@ -626,19 +626,19 @@ static void count_run_start(struct task_ctx *tctx, s32 cpu, u64 now)
 				gs->xnode[via]++;
 		}
 	}
-	tctx->via = SP_VIA_OTHER;
-	tctx->rehomed = 0;
-	tctx->last_cpu = cpu;
+	tctx->where.via = SP_VIA_OTHER;
+	tctx->home.rehomed = 0;
+	tctx->where.last_cpu = cpu;
 	if (!home) {
 		set_visitor(cpu, 0);
 		return;
 	}
 	in = bpf_cpumask_test_cpu(cpu, home);
-	if (gs && in && tctx->ran == SP_RAN_AWAY)
+	if (gs && in && tctx->where.ran == SP_RAN_AWAY)
 		gs->returns++;
-	else if (gs && !in && tctx->ran == SP_RAN_HOME)
+	else if (gs && !in && tctx->where.ran == SP_RAN_HOME)
 		gs->spills++;
-	tctx->ran = in ? SP_RAN_HOME : SP_RAN_AWAY;
+	tctx->where.ran = in ? SP_RAN_HOME : SP_RAN_AWAY;
 	/* Away: the visitor's home partition + 1 (claim_visitor_cpu()). */
 	set_visitor(cpu, in ? 0 : home_part(home) + 1);
 }
@@ -649,34 +649,34 @@ void BPF_STRUCT_OPS(softpart_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now;
 
-	if (!tctx || !tctx->queued_at_lead)
-		advance_part_clock(tctx && tctx->part_queued ? tctx->part_queued - 1 :
+	if (!tctx || !tctx->queue.at_lead)
+		advance_part_clock(tctx && tctx->queue.part ? tctx->queue.part - 1 :
 							     part_of_cpu(cpu),
 				   p->scx.dsq_vtime);
 	count_round(part_of_cpu(cpu));
-	count_kthread_ran(cpu, tctx && tctx->kthread_queued);
+	count_kthread_ran(cpu, tctx && tctx->queue.kthread);
 	if (!tctx)
 		return;
-	tctx->kthread_queued = 0;
-	tctx->yielded = 0;
-	tctx->queued_at_lead = 0;
-	tctx->run_vtime = p->scx.dsq_vtime;
+	tctx->queue.kthread = 0;
+	tctx->queue.yielded = 0;
+	tctx->queue.at_lead = 0;
+	tctx->run.vtime = p->scx.dsq_vtime;
 	cap_slice(p, tctx);
 	now = now_ns();
 	if (diag) {
 		count_diag_on_run(tctx, cpu);
-		if (tctx->part_queued)
-			record_wait_rounds(part_rounds(tctx->part_queued - 1) - tctx->queued_round -
-					   (tctx->part_queued - 1 == part_of_cpu(cpu)));
+		if (tctx->queue.part)
+			record_wait_rounds(part_rounds(tctx->queue.part - 1) - tctx->queue.round -
+					   (tctx->queue.part - 1 == part_of_cpu(cpu)));
 	}
-	tctx->put_back_at = 0;
-	if (tctx->part_queued)
-		tctx->via = tctx->part_queued - 1 == part_of_cpu(cpu) ? SP_VIA_QUEUE_OWN :
+	tctx->queue.put_back_at = 0;
+	if (tctx->queue.part)
+		tctx->where.via = tctx->queue.part - 1 == part_of_cpu(cpu) ? SP_VIA_QUEUE_OWN :
 			    home_of(tctx) && !away_on(tctx, cpu)	      ? SP_VIA_QUEUE_HOME :
 									SP_VIA_QUEUE_STEAL;
 	note_left_queue(p, tctx);
-	tctx->started_ns = now;
-	tctx->exec_ns = p->se.sum_exec_runtime;
+	tctx->run.started_ns = now;
+	tctx->run.exec_ns = p->se.sum_exec_runtime;
 	count_run_start(tctx, cpu, now);
 }
 
@@ -702,24 +702,24 @@ static void account_run(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	 * also holds the interrupts it sat through; charged that, a group
 	 * on CPUs that take many of them got a fraction of its quota.
 	 */
-	if (exec > tctx->exec_ns) {
-		budget_charge(slot, exec - tctx->exec_ns);
-		tctx->exec_ns = exec;
+	if (exec > tctx->run.exec_ns) {
+		budget_charge(slot, exec - tctx->run.exec_ns);
+		tctx->run.exec_ns = exec;
 	}
-	if (!tctx->started_ns || now <= tctx->started_ns)
+	if (!tctx->run.started_ns || now <= tctx->run.started_ns)
 		return;
-	ran = now - tctx->started_ns;
-	tctx->started_ns = now;
+	ran = now - tctx->run.started_ns;
+	tctx->run.started_ns = now;
 	p->scx.dsq_vtime += vtime_cost(ran, slot, p->scx.weight);
 	count_cgroup_run(slot, ran);
 	if (cl)
 		cl->busy_ns += ran;
-	gs = group_stats_of(tctx->home_id);
+	gs = group_stats_of(tctx->home.id);
 	if (!gs)
 		return;
 	/* Tasks without a home count as at home, so that their time shows. */
 	home = home_of(tctx);
-	if (!home || tctx->ran == SP_RAN_HOME) {
+	if (!home || tctx->where.ran == SP_RAN_HOME) {
 		gs->run_home_ns += ran;
 		return;
 	}
@@ -744,13 +744,13 @@ void BPF_STRUCT_OPS(softpart_stopping, struct task_struct *p, bool runnable)
 	if (!tctx)
 		return;
 	account_run(p, tctx, cpu);
-	tctx->stopped_at = now_ns();
+	tctx->run.stopped_at = now_ns();
 	/* Homeless tasks (kthreads, daemons) leave the mark as it is. */
 	if (cl && homed(tctx))
-		cl->owner_stopped_at = tctx->ran == SP_RAN_HOME ? tctx->stopped_at : 0;
+		cl->owner_stopped_at = tctx->where.ran == SP_RAN_HOME ? tctx->run.stopped_at : 0;
 	/* Preempted or out of slice: it waits again from now. */
 	if (runnable)
-		tctx->runnable_at = tctx->stopped_at;
+		tctx->queue.runnable_at = tctx->run.stopped_at;
 }
 
 /*
@@ -783,7 +783,7 @@ void BPF_STRUCT_OPS(softpart_set_cpumask, struct task_struct *p,
 	struct task_ctx *tctx = lookup_tctx(p);
 
 	if (tctx)
-		tctx->gen = 0;
+		tctx->home.resolved_at = 0;
 }
 
 void BPF_STRUCT_OPS(softpart_cgroup_move, struct task_struct *p,
@@ -793,10 +793,10 @@ void BPF_STRUCT_OPS(softpart_cgroup_move, struct task_struct *p,
 
 	if (!tctx)
 		return;
-	tctx->gen = 0;
+	tctx->home.resolved_at = 0;
 	set_task_cgroup(tctx, to);
 	/* Runnable: counted in the new cgroup from now on. */
-	if (tctx->counted_slot != SP_NO_CGROUP) {
+	if (tctx->cg.counted_slot != SP_NO_CGROUP) {
 		runnable_off(tctx);
 		runnable_on(p, tctx);
 	}
@@ -949,15 +949,15 @@ s32 BPF_STRUCT_OPS(softpart_init_task, struct task_struct *p,
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tctx)
 		return -ENOMEM;
-	tctx->home_id = SP_NO_HOME;
-	tctx->found_home = SP_NO_HOME;
-	tctx->ran = SP_RAN_NOT_YET;
-	tctx->last_cpu = -1;
-	tctx->counted_slot = SP_NO_CGROUP;
-	tctx->cg_slot = SP_NO_CGROUP;
+	tctx->home.id = SP_NO_HOME;
+	tctx->home.found = SP_NO_HOME;
+	tctx->where.ran = SP_RAN_NOT_YET;
+	tctx->where.last_cpu = -1;
+	tctx->cg.counted_slot = SP_NO_CGROUP;
+	tctx->cg.slot = SP_NO_CGROUP;
 	if (bpf_core_field_exists(args->cgroup))
 		set_task_cgroup(tctx, args->cgroup);
-	if (new_mask(&tctx->home) || new_mask(&tctx->scratch))
+	if (new_mask(&tctx->home_mask) || new_mask(&tctx->scratch))
 		return -ENOMEM;
 
 	/* Like affinity, a home is inherited at fork (exec keeps it). */

@@ -10,7 +10,7 @@
  * NUMA node with a bit per partition whose count is above zero.
  *
  * The count goes up where a task is put in a partition queue and down
- * where it leaves, as its task_ctx.part_queued says: when it starts
+ * where it leaves, as its task_ctx.queue.part says: when it starts
  * running, when it is dequeued (quiescent(): a sleep, or an affinity,
  * cgroup or priority change that takes it off the queue), and at its next
  * enqueue if neither was seen. Put in before the kernel has inserted it
@@ -273,15 +273,15 @@ static __always_inline struct queue_view view_of(struct task_struct *p, struct t
 	v.has_ctx = true;
 	home = home_of(tctx);
 	if (home)
-		v.home_id = tctx->home_id;
+		v.home_id = tctx->home.id;
 	if (!queued) {
-		v.yielded = tctx->yielded;
+		v.yielded = tctx->queue.yielded;
 		return v;
 	}
-	v.stopped_at = tctx->stopped_at;
-	v.put_back_at = tctx->put_back_at;
-	v.put_back_cpu = tctx->put_back_cpu;
-	v.overdue_at = tctx->runnable_at ? tctx->runnable_at + lead_cap(tctx) : 0;
+	v.stopped_at = tctx->run.stopped_at;
+	v.put_back_at = tctx->queue.put_back_at;
+	v.put_back_cpu = tctx->queue.put_back_cpu;
+	v.overdue_at = tctx->queue.runnable_at ? tctx->queue.runnable_at + lead_cap(tctx) : 0;
 	if (home)
 		v.home_part = home_part(home);
 	return v;
@@ -408,9 +408,9 @@ static void note_queued(struct task_struct *p, struct task_ctx *tctx, u32 part, 
 
 	count_queued(part);
 	if (tctx) {
-		tctx->part_queued = part + 1;
+		tctx->queue.part = part + 1;
 		if (diag)
-			tctx->queued_round = part_rounds(part);
+			tctx->queue.round = part_rounds(part);
 	}
 	if (!ph || peek_is_lockless())
 		return;
@@ -430,11 +430,11 @@ static __always_inline void note_left_queue(struct task_struct *p, struct task_c
 	struct published_head *ph;
 	u32 part;
 
-	if (!tctx->part_queued)
+	if (!tctx->queue.part)
 		return;
-	part = tctx->part_queued - 1;
+	part = tctx->queue.part - 1;
 	count_unqueued(part);
-	tctx->part_queued = 0;
+	tctx->queue.part = 0;
 	ph = published_head(part);
 	if (ph && !peek_is_lockless() && ph->head.found && ph->head.pid == p->pid &&
 	    !ph->stale)
@@ -450,7 +450,7 @@ static __always_inline void queue_in_part(struct task_struct *p, struct task_ctx
 	scx_bpf_dsq_insert_vtime(p, part_dsq(part), slice_ns, vtime, enq_flags);
 	note_queued(p, tctx, part, vtime);
 	if (tctx) {
-		tctx->queued_at_lead = at_lead_cap(tctx, part, vtime);
+		tctx->queue.at_lead = at_lead_cap(tctx, part, vtime);
 		note_owner_queued(tctx, part);
 	}
 }

@@ -211,7 +211,7 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 {
 	const struct cpumask *home = NULL, *near = NULL;
 	struct home_ctx *h;
-	u32 hid = tctx->home_id;
+	u32 hid = tctx->home.id;
 	s32 cpu;
 
 	if (homed(tctx)) {
@@ -221,7 +221,7 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, u64 wake_flags,
 			near = cast_mask(h->near);
 		if (softness_says_allowed_first(hid))
 			return pick_away(p, prev, wake_flags, NULL, true, true);
-		if (home && tctx->ran == SP_RAN_AWAY && !bpf_cpumask_test_cpu(prev, home)) {
+		if (home && tctx->where.ran == SP_RAN_AWAY && !bpf_cpumask_test_cpu(prev, home)) {
 			cpu = pick_while_away(p, tctx, home, prev);
 			if (cpu >= 0)
 				return cpu;

@@ -159,7 +159,7 @@ static u32 queue_part_away(struct task_struct *p, struct task_ctx *tctx,
 	if (!bpf_cpumask_test_cpu(task_cpu, p->cpus_ptr))
 		return home_part(home);
 	/* Entitled beyond its home: it waits where it runs, by vtime with the owners. */
-	if (home_entitled_beyond(tctx->home_id)) {
+	if (home_entitled_beyond(tctx->home.id)) {
 		stat_inc(SP_STAT_QUEUE_AWAY);
 		return part;
 	}
@@ -394,9 +394,9 @@ static struct task_ctx *hold_visitor_for_passing(struct task_struct *prev,
 		return NULL;
 	if (!qh->has_ctx || qh->home_id != SP_NO_HOME || home_hosts_visitor(tctx, home))
 		return NULL;
-	tctx->hold_away = 1;
+	tctx->where.hold_away = 1;
 	if (diag)
-		tctx->passed_cpu = cpu + 1;
+		tctx->where.passed_cpu = cpu + 1;
 	return tctx;
 }
 

@@ -66,7 +66,7 @@ struct {
 
 /*
  * Where a homed task last started running, against its home then
- * (task_ctx.ran; left as it was while the task has no home).
+ * (task_ctx.where.ran; left as it was while the task has no home).
  */
 enum sp_ran {
 	SP_RAN_AWAY,		/* outside its home: a visitor there */
@@ -74,59 +74,89 @@ enum sp_ran {
 	SP_RAN_NOT_YET,		/* not run since it was created */
 };
 
-struct task_ctx {
-	/* home ∩ allowed, valid while home_id != SP_NO_HOME */
-	struct bpf_cpumask __kptr *home;
-	/* scratch: partition ∩ allowed, near ∩ allowed */
-	struct bpf_cpumask __kptr *scratch;
-	u64 gen;		/* homes_gen the home was resolved at */
+/*
+ * A task's context, one part per concept, with the header whose rules use
+ * it named beside it; main.bpf.c's callbacks write the transitions (a
+ * wakeup, a run's start and end, a queue left).
+ */
+
+/* Its home as resolved (this file). */
+struct task_home {
+	u32 id;			/* home ∩ allowed is usable: SP_NO_HOME if not */
 	/*
-	 * The home id it found then (usable or not: wholly outside its
-	 * allowed CPUs, or none online), and that home's home_ctx.gen
+	 * The home id it found (usable or not: wholly outside its allowed
+	 * CPUs, or none online), and that home's home_ctx.gen then
 	 */
-	u32 found_home;
-	u64 home_gen;
-	u64 started_ns;		/* last charged */
-	u64 exec_ns;		/* its se.sum_exec_runtime when last charged */
-	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
+	u32 found;
+	u64 found_gen;
+	u64 resolved_at;	/* homes_gen the home was resolved at */
+	/* changed while it ran at home: its next cross-node move is that */
+	u32 rehomed;
+};
+
+/* Where it runs against its home (place.bpf.h, visitor.bpf.h, home.bpf.h). */
+struct task_where {
 	s32 last_cpu;		/* where it last ran; -1 before its first run */
-	u32 home_id;
 	u32 ran;		/* enum sp_ran */
-	/* a per-CPU kthread counted in kthreads_queued, not yet run */
-	u32 kthread_queued;
 	/* first of the checks in a row that saw room at home while away; 0: none */
 	u64 room_since;
-	/* put back in its CPU's partition queue: held for put_back_cpu; 0: not */
-	u64 put_back_at;
-	s32 put_back_cpu;
-	/* queued in a partition queue, not yet run: that partition + 1; 0: not */
-	u32 part_queued;
-	/* when it last stopped running; 0 before its first run */
-	u64 stopped_at;
 	/* what put it where it runs next (enum sp_via), for SP_STAT_XNODE_* */
 	u32 via;
 	/* a visitor its CPU switches out for a task with no home: hold it there */
 	u32 hold_away;
-	/* its home changed while it ran at home: its next cross-node move is that */
-	u32 rehomed;
 	/* --diag: the CPU that passed this visitor for a homeless task, + 1 */
 	u32 passed_cpu;
+};
+
+/* Its place in a queue (part_queue.bpf.h). */
+struct task_queue {
+	u64 runnable_at;	/* when it last began to wait; 0 if not waiting */
+	/* queued in a partition queue, not yet run: that partition + 1; 0: not */
+	u32 part;
+	/* put back in its CPU's partition queue: held for put_back_cpu; 0: not */
+	s32 put_back_cpu;
+	u64 put_back_at;
 	/* gave up its CPU with sched_yield() to a waiting task; cleared when it runs */
 	u32 yielded;
-	/* its cgroup's slot (cgroup.bpf.h), and that slot's generation then; read through task_slot() */
-	u32 cg_slot;
-	u32 cg_gen;
-	u64 run_vtime;		/* vtime it last started running with */
 	/*
 	 * queued at its queue's lead cap (clock + lead_cap()): its start does
 	 * not move the clock (running())
 	 */
-	u32 queued_at_lead;
+	u32 at_lead;
 	/* --diag: its queue's rounds (part_state.rounds) when it was queued */
-	u64 queued_round;
+	u64 round;
+	/* a per-CPU kthread counted in kthreads_queued, not yet run */
+	u32 kthread;
+};
+
+/* Its runs, as charged (running() and stopping(), part.bpf.h's clock). */
+struct task_run {
+	u64 started_ns;		/* last charged */
+	u64 exec_ns;		/* its se.sum_exec_runtime when last charged */
+	u64 stopped_at;		/* when it last stopped running; 0 before its first run */
+	u64 vtime;		/* vtime it last started running with */
+};
+
+/* Its cgroup in the CPU contract (cgroup.bpf.h). */
+struct task_cgroup {
+	/* its cgroup's slot, and that slot's generation then; read through task_slot() */
+	u32 slot;
+	u32 gen;
 	/* counted runnable in cg_loads: in this slot, with this weight */
 	u32 counted_slot;
 	u32 counted_weight;
+};
+
+struct task_ctx {
+	/* home ∩ allowed, valid while home.id != SP_NO_HOME */
+	struct bpf_cpumask __kptr *home_mask;
+	/* scratch: partition ∩ allowed, near ∩ allowed */
+	struct bpf_cpumask __kptr *scratch;
+	struct task_home home;
+	struct task_where where;
+	struct task_queue queue;
+	struct task_run run;
+	struct task_cgroup cg;
 };
 
 struct {
@@ -144,7 +174,7 @@ static __always_inline struct task_ctx *lookup_tctx(struct task_struct *p)
 /* The cgroup slot @tctx's task is charged to now; SP_NO_CGROUP if none. */
 static __always_inline u32 task_slot(struct task_ctx *tctx)
 {
-	return tctx ? live_slot(tctx->cg_slot, tctx->cg_gen) : SP_NO_CGROUP;
+	return tctx ? live_slot(tctx->cg.slot, tctx->cg.gen) : SP_NO_CGROUP;
 }
 
 /* @tctx's task is in @cgrp from now on. */
@@ -152,9 +182,9 @@ static __always_inline void set_task_cgroup(struct task_ctx *tctx, struct cgroup
 {
 	struct sp_cgroup *cg;
 
-	tctx->cg_slot = slot_of(cgrp);
-	cg = cgroup_at(tctx->cg_slot);
-	tctx->cg_gen = cg ? READ_ONCE(cg->slot_gen) : 0;
+	tctx->cg.slot = slot_of(cgrp);
+	cg = cgroup_at(tctx->cg.slot);
+	tctx->cg.gen = cg ? READ_ONCE(cg->slot_gen) : 0;
 }
 
 /*
@@ -195,13 +225,13 @@ static u32 cgroup_home(struct task_struct *p)
 /* The CPUs of the task's home were redefined since it took them. */
 static __always_inline bool home_redefined(struct task_ctx *tctx)
 {
-	u32 id = tctx->found_home;
+	u32 id = tctx->home.found;
 	struct home_ctx *h;
 
 	if (id >= nr_homes)
 		return false;
 	h = bpf_map_lookup_elem(&homes, &id);
-	return h && READ_ONCE(h->gen) != tctx->home_gen;
+	return h && READ_ONCE(h->gen) != tctx->home.found_gen;
 }
 
 /*
@@ -216,11 +246,11 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 	struct home_ctx *h;
 	u64 gen;
 
-	if (tctx->gen == homes_gen && !home_redefined(tctx))
+	if (tctx->home.resolved_at == homes_gen && !home_redefined(tctx))
 		return;
-	tctx->gen = homes_gen;
-	tctx->home_id = SP_NO_HOME;
-	tctx->found_home = SP_NO_HOME;
+	tctx->home.resolved_at = homes_gen;
+	tctx->home.id = SP_NO_HOME;
+	tctx->home.found = SP_NO_HOME;
 	stat_inc(SP_STAT_HOME_RESOLVE);
 
 	th = bpf_map_lookup_elem(&task_homes, &tid);
@@ -233,24 +263,24 @@ static void refresh_home(struct task_struct *p, struct task_ctx *tctx)
 	/* Before the CPUs: a redefinition meanwhile is seen at the next call. */
 	gen = READ_ONCE(h->gen);
 	barrier();
-	tctx->found_home = home;
-	tctx->home_gen = gen;
-	if (!h->cpus || !tctx->home)
+	tctx->home.found = home;
+	tctx->home.found_gen = gen;
+	if (!h->cpus || !tctx->home_mask)
 		return;
 	/* A home wholly outside the allowed set is ignored. */
-	if (!bpf_cpumask_and(tctx->home, cast_mask(h->cpus), p->cpus_ptr))
+	if (!bpf_cpumask_and(tctx->home_mask, cast_mask(h->cpus), p->cpus_ptr))
 		return;
-	tctx->home_id = home;
+	tctx->home.id = home;
 	/* Loaded once, so that the verifier sees the pointer it checked. */
-	mask = tctx->home;
-	if (mask && tctx->ran == SP_RAN_HOME && tctx->last_cpu >= 0 &&
-	    !bpf_cpumask_test_cpu(tctx->last_cpu, cast_mask(mask)))
-		tctx->rehomed = 1;
+	mask = tctx->home_mask;
+	if (mask && tctx->where.ran == SP_RAN_HOME && tctx->where.last_cpu >= 0 &&
+	    !bpf_cpumask_test_cpu(tctx->where.last_cpu, cast_mask(mask)))
+		tctx->home.rehomed = 1;
 }
 
 static __always_inline bool homed(struct task_ctx *tctx)
 {
-	return tctx->home_id < SP_MAX_HOMES && tctx->home;
+	return tctx->home.id < SP_MAX_HOMES && tctx->home_mask;
 }
 
 /* The partition whose queue a homed task waits in: its home's first CPU's. */
@@ -265,9 +295,9 @@ static __always_inline u32 home_part(const struct cpumask *home)
  */
 static __always_inline const struct cpumask *home_of(struct task_ctx *tctx)
 {
-	struct bpf_cpumask *home = tctx->home;
+	struct bpf_cpumask *home = tctx->home_mask;
 
-	if (tctx->home_id >= SP_MAX_HOMES || !home)
+	if (tctx->home.id >= SP_MAX_HOMES || !home)
 		return NULL;
 	return cast_mask(home);
 }
@@ -305,7 +335,7 @@ static __always_inline u64 nodes_of(struct task_ctx *tctx, const struct cpumask 
 	u32 hid, node;
 
 	if (tctx && homed(tctx)) {
-		hid = tctx->home_id;
+		hid = tctx->home.id;
 		h = bpf_map_lookup_elem(&homes, &hid);
 		if (h)
 			return h->nodes;
@@ -361,8 +391,8 @@ static __always_inline u64 clamp_vtime(u64 vtime, struct task_struct *p, struct 
 	u64 vtime_now = part_clock(part);
 	u64 ahead = vtime_cost(slice_ns, task_slot(tctx), p->scx.weight);
 
-	if (tctx && time_before(tctx->run_vtime + ahead, vtime))
-		ahead = vtime - tctx->run_vtime;
+	if (tctx && time_before(tctx->run.vtime + ahead, vtime))
+		ahead = vtime - tctx->run.vtime;
 	if (ahead > lead_cap(tctx))
 		ahead = lead_cap(tctx);
 
@@ -399,19 +429,19 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tc
  */
 static __always_inline void runnable_on(struct task_struct *p, struct task_ctx *tctx)
 {
-	if (tctx->counted_slot != SP_NO_CGROUP)
+	if (tctx->cg.counted_slot != SP_NO_CGROUP)
 		return;
-	tctx->counted_slot = task_slot(tctx);
-	tctx->counted_weight = p->scx.weight;
-	count_runnable(tctx->counted_slot, tctx->counted_weight, 1);
+	tctx->cg.counted_slot = task_slot(tctx);
+	tctx->cg.counted_weight = p->scx.weight;
+	count_runnable(tctx->cg.counted_slot, tctx->cg.counted_weight, 1);
 }
 
 static __always_inline void runnable_off(struct task_ctx *tctx)
 {
-	if (tctx->counted_slot == SP_NO_CGROUP)
+	if (tctx->cg.counted_slot == SP_NO_CGROUP)
 		return;
-	count_runnable(tctx->counted_slot, tctx->counted_weight, -1);
-	tctx->counted_slot = SP_NO_CGROUP;
+	count_runnable(tctx->cg.counted_slot, tctx->cg.counted_weight, -1);
+	tctx->cg.counted_slot = SP_NO_CGROUP;
 }
 
 /*
