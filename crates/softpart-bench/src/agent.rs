@@ -169,7 +169,8 @@ fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Resul
         write(path, content)?;
     }
     for rep in 0..ps.reps {
-        for (label, policy) in &ps.policies {
+        for i in policy_order(ps.policies.len(), rep) {
+            let (label, policy) = &ps.policies[i];
             println!("agent: {} rep {} policy {label}", sc.name, rep + 1);
             let revived = bring_cpus_online();
             if !revived.is_empty() {
@@ -205,6 +206,15 @@ fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Resul
         }
     }
     Ok(())
+}
+
+/// The order of a scenario's policies in repetition @rep: each repetition
+/// starts one further along, so over `n` repetitions each policy runs first
+/// once. The policy run first in a boot has read lowest in a balancer cell
+/// whichever build it was (docs/results/scale.md); rotating spreads such a
+/// position effect over every policy instead of charging it to one.
+fn policy_order(n: usize, rep: u32) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| (i + rep as usize) % n)
 }
 
 /// Every run starts with every CPU online: a workload that takes CPUs
@@ -645,4 +655,24 @@ fn run_once(
         remove_cgroup(cg);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::policy_order;
+
+    #[test]
+    fn each_policy_runs_first_once_over_as_many_repetitions() {
+        let n = 3usize;
+        let firsts: Vec<usize> = (0..n)
+            .map(|rep| policy_order(n, rep as u32).next().unwrap())
+            .collect();
+        assert_eq!(firsts, vec![0, 1, 2]);
+        for rep in 0..5 {
+            let mut seen: Vec<usize> = policy_order(n, rep).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, vec![0, 1, 2], "rep {rep} runs every policy once");
+        }
+        assert_eq!(policy_order(0, 2).count(), 0);
+    }
 }
