@@ -82,6 +82,11 @@ pub const FAMILIES: &[Family] = &[
         ),
         &["direction"],
     ),
+    fam(
+        "softpart_control_map_stats_read_bytes",
+        "of the bytes read, those read only to answer statistics requests (softpart stat, its homes' samples each second for a minute after, the snapshot served here), since the scheduler attached",
+        Counter,
+    ),
     with(
         fam(
             "softpart_config_reloads",
@@ -399,6 +404,9 @@ impl Collector for Scrape {
                     counter!([("direction", "read")], service.cost.map_read_bytes);
                     counter!([("direction", "written")], service.cost.map_written_bytes);
                 }
+                "softpart_control_map_stats_read_bytes" => {
+                    counter!(NO_LABELS, service.cost.map_read_bytes_for_stats)
+                }
                 "softpart_config_reloads" => {
                     if let Some(r) = &service.reloads {
                         counter!([("result", "applied")], r.applied);
@@ -655,6 +663,7 @@ mod tests {
                     secs: 10.0,
                     cpu_s: 0.25,
                     map_read_bytes: 4096,
+                    map_read_bytes_for_stats: 1024,
                     map_written_bytes: 64,
                     ..Default::default()
                 },
@@ -823,6 +832,7 @@ mod tests {
             "softpart_group_locality_ratio{group=\"/db\"} 0.75",
             "softpart_control_cpu_seconds_total 0.25",
             "softpart_control_map_bytes_total{direction=\"read\"} 4096",
+            "softpart_control_map_stats_read_bytes_total 1024",
             "softpart_group_spills_total{group=\"/db\"} 5",
             "softpart_group_migrations_total{group=\"/db\",distance=\"xnode\"} 4",
             "softpart_group_run_delay_seconds_count{group=\"/db\"} 2",
