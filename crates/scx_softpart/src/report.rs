@@ -107,7 +107,7 @@ impl Scheduler<'_> {
             self.sample_homes();
         }
         self.home_samples.readers_until = Some(Instant::now() + HOME_READERS_KEEP);
-        let view = self.stat();
+        let (view, budgets_read) = self.stat();
         // Each balanced group's counters (one copy per CPU id), each
         // tenant's budget, and the keys of the thread and cgroup homes.
         let homed = view
@@ -118,8 +118,7 @@ impl Scheduler<'_> {
             .read_for_stats::<crate::bpf_intf::sp_group_stats>(
                 homed.count() * self.group_stats.nr_cpus(),
             );
-        self.traffic
-            .read_for_stats::<sp_cg_budget>(self.tenant_slots().len());
+        self.traffic.read_for_stats::<sp_cg_budget>(budgets_read);
         self.traffic
             .read_for_stats::<crate::bpf_skel::types::sp_cgroup>(self.cgroup_table.slots().len());
         self.traffic.read_for_stats::<u32>(view.held.task_homes);
@@ -127,10 +126,13 @@ impl Scheduler<'_> {
         view
     }
 
-    /// The balancer's report (`softpart stat`).
-    pub(crate) fn stat(&self) -> StatView {
+    /// The balancer's report (`softpart stat`), and how many tenants'
+    /// budgets it read.
+    fn stat(&self) -> (StatView, usize) {
         let now = std::time::Instant::now();
-        StatView {
+        let slots = self.tenant_slots();
+        let budgets_read = slots.len();
+        let view = StatView {
             period_ms: self.balance_period.as_millis() as u64,
             parts: self
                 .parts
@@ -169,12 +171,13 @@ impl Scheduler<'_> {
                 })
                 .collect(),
             held: self.held(),
-            tenants: self.tenants(),
+            tenants: Self::tenants(slots),
             homes: self.home_samples.rates(),
             homes_window_s: self.home_samples.window_s(),
             limits: self.limits.view(&crate::limits::all(self.homes.capacity())),
             cost: self.cost(),
-        }
+        };
+        (view, budgets_read)
     }
 
     /// The control plane's cost since the attachment (traffic.rs).
@@ -212,8 +215,10 @@ impl Scheduler<'_> {
         out
     }
 
-    fn tenants(&self) -> Vec<TenantView> {
-        self.tenant_slots()
+    fn tenants(
+        slots: Vec<(String, &crate::contract::CgroupView, sp_cg_budget)>,
+    ) -> Vec<TenantView> {
+        slots
             .into_iter()
             .filter(|(_, v, _)| v.weight != 100 || v.cap.is_some() || v.cpus_used >= 0.01)
             .map(|(path, v, b)| TenantView {
