@@ -5,6 +5,7 @@
 
 use crate::balancer_moves;
 use crate::callback_costs::{self, Costs};
+use crate::memory;
 use crate::plan::{
     GroupResult, GuestInfo, Message, Plan, PlannedScenario, RunResult, SchedulerExit,
 };
@@ -130,16 +131,23 @@ fn run_plan(plan_path: &Path, ch: &mut Channel) -> Result<()> {
     Ok(())
 }
 
-/// The bench's cgroups with the cpuset and cpu controllers, under every
-/// policy: with the cpu controller on, the default scheduler shares CPUs
-/// among groups by cpu.weight, as it does on a real host (systemd and
-/// container runtimes turn it on), not among tasks.
+/// The controllers the bench's groups have, under every policy: with the
+/// cpu controller on, the default scheduler shares CPUs among groups by
+/// cpu.weight, as it does on a real host (systemd and container runtimes
+/// turn it on), not among tasks; the memory controller counts each group's
+/// memory per node (memory.numa_stat) and its NUMA-balancing events. A
+/// tree a workload makes below its group gets only what it enables.
+const GROUP_CONTROLLERS: &str = "+cpuset +cpu +memory";
+
 fn prepare_cgroups() -> Result<()> {
-    write("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset +cpu")?;
+    write("/sys/fs/cgroup/cgroup.subtree_control", GROUP_CONTROLLERS)?;
     if !Path::new(BENCH_CG).exists() {
         fs::create_dir(BENCH_CG)?;
     }
-    write(format!("{BENCH_CG}/cgroup.subtree_control"), "+cpuset +cpu")?;
+    write(
+        format!("{BENCH_CG}/cgroup.subtree_control"),
+        GROUP_CONTROLLERS,
+    )?;
     Ok(())
 }
 
@@ -475,7 +483,7 @@ fn run_once(
             fs::create_dir(&cg).with_context(|| format!("creating {}", cg.display()))?;
             parents.push(cg.clone());
             set_cpu_contract(&cg, g)?;
-            write(cg.join("cgroup.subtree_control"), "+cpuset +cpu")?;
+            write(cg.join("cgroup.subtree_control"), GROUP_CONTROLLERS)?;
         }
         for g in sc.leaves() {
             let cg = PathBuf::from(format!("{BENCH_CG}/{}", sc.cgroup_path(g)));
@@ -546,6 +554,7 @@ fn run_once(
         let window_probe = sc
             .window_probe()
             .map(|cmd| std::thread::spawn(move || run_probe(&cmd)));
+        let vmstat0 = memory::numa_vmstat();
         let s0 = obs.snapshot_of(&cgids)?;
         std::thread::sleep(Duration::from_secs_f64(sc.duration_s));
         let s1 = obs.snapshot_of(&cgids)?;
@@ -555,6 +564,7 @@ fn run_once(
             .collect::<Result<_>>()?;
         let acct1_ns = softpart_observer::monotonic_ns();
         drop(realtime);
+        let vmstat = memory::growth(&vmstat0, &memory::numa_vmstat());
         let progs1 = Costs::read();
         let progs_s = progs0_at.elapsed().as_secs_f64();
         let progs = progs0.since(&progs1);
@@ -614,6 +624,7 @@ fn run_once(
                     threads: sched1[i].len(),
                     threads_at_start: sched0[i].len(),
                     stalled_threads: stalled_threads(&sched0[i], &sched1[i]),
+                    memory: memory::group_memory(&w.cg),
                 },
             );
         }
@@ -634,6 +645,7 @@ fn run_once(
             early_exits,
             probes,
             select_cpu: progs.select_cpu(),
+            vmstat,
         })
     })();
 

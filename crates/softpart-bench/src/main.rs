@@ -7,6 +7,7 @@ mod callback_costs;
 mod checks;
 mod freeze;
 mod guest;
+mod memory;
 mod phase;
 mod plan;
 mod plot;

@@ -92,6 +92,12 @@ pub struct RunResult {
     /// the kernel's BPF statistics (kernel.bpf_stats_enabled).
     #[serde(default)]
     pub select_cpu: Option<ProgCost>,
+    /// The kernel's NUMA-balancing counters over the window, host-wide
+    /// (`/proc/vmstat`: numa_pte_updates, numa_hint_faults,
+    /// numa_hint_faults_local, numa_pages_migrated). Empty in older
+    /// results.
+    #[serde(default)]
+    pub vmstat: BTreeMap<String, u64>,
 }
 
 impl RunResult {
@@ -138,6 +144,29 @@ pub struct GroupResult {
     pub threads_at_start: usize,
     #[serde(default)]
     pub stalled_threads: Vec<u32>,
+    /// The group's memory as its memory controller counts it; None where
+    /// the controller is off or in older results.
+    #[serde(default)]
+    pub memory: Option<GroupMemory>,
+}
+
+/// A group's memory: what it holds per node at the window's end, and what
+/// the kernel's NUMA balancing did to it from the group's start (each run
+/// makes its cgroup anew) to then.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupMemory {
+    /// Anonymous and shared memory per node, bytes (memory.numa_stat:
+    /// anon + shmem; softpart_core::memstat::resident_per_node).
+    pub resident_per_node: Vec<u64>,
+    /// From the group's start (memory.stat; None on kernels whose
+    /// memory.stat lacks them): pages NUMA balancing's scan made inaccessible to learn
+    /// who touches them (a huge page counts its 512), the hint faults
+    /// those pages then took (one per huge page), and the pages it
+    /// migrated.
+    #[serde(default)]
+    pub numa_pte_updates: Option<u64>,
+    pub numa_hint_faults: Option<u64>,
+    pub numa_pages_migrated: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! The short answer to a scenario's question: per load and policy, the few
 //! figures that say whether groups kept to their homes and what CPU time
-//! they got (locality or exclusivity, CPU time against eevdf, cross-node
-//! moves, run delay, and each group's CPU time where groups have a
+//! they got (locality or exclusivity, their memory on their homes' nodes
+//! and the share of their accesses that are local, CPU time against eevdf,
+//! cross-node moves, run delay, and each group's CPU time where groups have a
 //! contract), each as median [min-max]. `run` and `report` print it;
 //! `--full` prints every table (table.rs); `plot` draws the same figures.
 
@@ -58,6 +59,16 @@ pub fn figures(sc: &Scenario, policies: &[String], cells: &[Cell]) -> Vec<Figure
             "exclusivity %",
             |x| format!("{x:.1}"),
             |c, _| per_run(c, |f| f.exclusivity.map(|x| 100.0 * x)),
+        ),
+        Figure::new(
+            "memory on home %",
+            |x| format!("{x:.1}"),
+            |c, _| per_run(c, |f| f.memory_on_home.map(|x| 100.0 * x)),
+        ),
+        Figure::new(
+            "local access %",
+            |x| format!("{x:.1}"),
+            |c, _| per_run(c, |f| f.local_access.map(|x| 100.0 * x)),
         ),
     ];
     if policies.iter().any(|p| p == "eevdf") {

@@ -7,6 +7,7 @@ use crate::scenario::Scenario;
 use anyhow::Result;
 use serde::Serialize;
 use softpart_core::hist;
+use softpart_core::memstat;
 use softpart_core::stats::Summary;
 use softpart_core::topo::GuestTopo;
 use std::collections::BTreeMap;
@@ -80,6 +81,16 @@ pub struct RunFigures {
     /// time is exact to within this share of the machine (None in results
     /// written before reads were timed).
     pub read_share: Option<f64>,
+    /// Share of the homed groups' resident memory (anonymous and shared)
+    /// on their homes' nodes at the window's end.
+    pub memory_on_home: Option<f64>,
+    /// The groups' local access (softpart_core::memstat::local_access),
+    /// weighted by their CPU time.
+    pub local_access: Option<f64>,
+    /// The kernel's NUMA hint faults and pages NUMA balancing migrated,
+    /// host-wide, per second of the window (/proc/vmstat).
+    pub numa_hint_faults_per_s: Option<f64>,
+    pub numa_pages_migrated_per_s: Option<f64>,
 }
 
 /// One leaf group's figures in a run.
@@ -94,6 +105,33 @@ pub struct LeafFigures {
     pub xnode_per_s: f64,
     /// Its share of its CPU time on its home's CPUs (homed groups).
     pub locality: Option<f64>,
+    /// Its share of its resident memory on its home's nodes (homed groups
+    /// with the memory controller).
+    pub memory_on_home: Option<f64>,
+    /// Its local access (softpart_core::memstat::local_access).
+    pub local_access: Option<f64>,
+    /// NUMA hint faults its memory took from its start to the window's
+    /// end (its memory.stat).
+    pub numa_hint_faults: Option<f64>,
+}
+
+/// The nodes holding any of `cpus`.
+fn nodes_of(cpus: &std::collections::BTreeSet<usize>, topo: &GuestTopo) -> Vec<usize> {
+    (0..topo.nodes)
+        .filter(|&n| topo.node_cpus(n).any(|c| cpus.contains(&(c as usize))))
+        .map(|n| n as usize)
+        .collect()
+}
+
+/// A group's CPU time per node, ns.
+pub(crate) fn cpu_per_node(cpu_ns: &[u64], topo: &GuestTopo) -> Vec<u64> {
+    (0..topo.nodes)
+        .map(|n| {
+            topo.node_cpus(n)
+                .filter_map(|c| cpu_ns.get(c as usize))
+                .sum()
+        })
+        .collect()
 }
 
 pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFigures> {
@@ -107,6 +145,8 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
     let mut preempted_ns = 0u64;
     let mut group_cpu = Vec::new();
     let mut leaves = Vec::new();
+    let (mut mem_home, mut mem_homed) = (0u64, 0u64);
+    let (mut local_weighted, mut local_cpu) = (0.0f64, 0u64);
     for g in &sc.groups {
         let Some(r) = run.groups.get(&g.name) else {
             continue;
@@ -122,6 +162,26 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
                 .map(|(_, ns)| ns)
                 .sum::<u64>()
         });
+        let mem = r.memory.as_ref();
+        let home_nodes = home.as_ref().map(|h| nodes_of(h, topo));
+        let memory_on_home = mem
+            .zip(home_nodes.as_ref())
+            .and_then(|(m, nodes)| memstat::share_on(&m.resident_per_node, nodes));
+        if let (Some(m), Some(nodes)) = (mem, &home_nodes) {
+            let on: u64 = nodes
+                .iter()
+                .filter_map(|&n| m.resident_per_node.get(n))
+                .sum();
+            mem_home += on;
+            mem_homed += m.resident_per_node.iter().sum::<u64>();
+        }
+        let local = mem.and_then(|m| {
+            memstat::local_access(&cpu_per_node(&c.cpu_ns, topo), &m.resident_per_node)
+        });
+        if let Some(x) = local {
+            local_weighted += x * c.total_cpu_ns() as f64;
+            local_cpu += c.total_cpu_ns();
+        }
         leaves.push(LeafFigures {
             name: g.name.clone(),
             delay_p50_us: hist::quantile(&c.delay_hist, 0.5).map(|v| v as f64 / 1e3),
@@ -130,6 +190,9 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
             locality: on_home
                 .filter(|_| c.total_cpu_ns() > 0)
                 .map(|ns| ns as f64 / c.total_cpu_ns() as f64),
+            memory_on_home,
+            local_access: local,
+            numa_hint_faults: mem.and_then(|m| m.numa_hint_faults).map(|n| n as f64),
         });
         total_ns += c.total_cpu_ns();
         acct_ns += r.cpuacct_ns.iter().sum::<u64>();
@@ -233,6 +296,13 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
         exclusivity_worst: shares.iter().copied().reduce(f64::min),
         read_share: (run.snapshot_read_ns > 0)
             .then(|| run.snapshot_read_ns as f64 / run.wall_ns.max(1) as f64),
+        memory_on_home: (mem_homed > 0).then(|| mem_home as f64 / mem_homed as f64),
+        local_access: (local_cpu > 0).then(|| local_weighted / local_cpu as f64),
+        numa_hint_faults_per_s: run.vmstat.get("numa_hint_faults").map(|&n| n as f64 / wall),
+        numa_pages_migrated_per_s: run
+            .vmstat
+            .get("numa_pages_migrated")
+            .map(|&n| n as f64 / wall),
     })
 }
 
@@ -317,6 +387,26 @@ pub const METRICS: &[Metric] = &[
     (
         "locality: % of the groups' CPU time on their home CPUs",
         |f| f.locality.map(|x| 100.0 * x),
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "memory on home: % of the homed groups' resident memory on their homes' nodes",
+        |f| f.memory_on_home.map(|x| 100.0 * x),
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "local access: % of accesses local if each CPU-s touches the group's memory evenly (CPU-time weighted)",
+        |f| f.local_access.map(|x| 100.0 * x),
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "NUMA hint faults per s (host-wide, the kernel's NUMA balancing)",
+        |f| f.numa_hint_faults_per_s,
+        |x| format!("{x:.1}"),
+    ),
+    (
+        "pages migrated by NUMA balancing per s (host-wide)",
+        |f| f.numa_pages_migrated_per_s,
         |x| format!("{x:.1}"),
     ),
     (
@@ -557,6 +647,28 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
                     |x| format!("{x:.1}"),
                 );
             }
+            if cells.iter().any(|c| {
+                c.summary(|f| leaf(f).and_then(|l| l.local_access))
+                    .is_some()
+            }) {
+                if g.home.is_some() {
+                    leaf_table(
+                        format!("memory on home of group {name} (% of its resident memory)"),
+                        |l| l.memory_on_home.map(|x| x * 100.0),
+                        |x| format!("{x:.1}"),
+                    );
+                }
+                leaf_table(
+                    format!("local access of group {name} (%)"),
+                    |l| l.local_access.map(|x| x * 100.0),
+                    |x| format!("{x:.1}"),
+                );
+                leaf_table(
+                    format!("NUMA hint faults of group {name} (from its start)"),
+                    |l| l.numa_hint_faults,
+                    |x| format!("{x:.0}"),
+                );
+            }
         }
     }
     let names: std::collections::BTreeSet<&String> = cells
@@ -686,6 +798,7 @@ command = "y"
                 threads: 0,
                 threads_at_start: 0,
                 stalled_threads: vec![],
+                memory: None,
             },
         );
         groups.insert(
@@ -700,6 +813,7 @@ command = "y"
                 threads: 0,
                 threads_at_start: 0,
                 stalled_threads: vec![],
+                memory: None,
             },
         );
         RunResult {
@@ -725,6 +839,7 @@ command = "y"
             early_exits: vec![],
             probes: vec![],
             select_cpu: None,
+            vmstat: BTreeMap::new(),
         }
     }
 }
@@ -747,6 +862,39 @@ mod tests {
             a.nr_delays += n;
             a.delay_ns += ns * n;
         }
+    }
+
+    #[test]
+    fn memory_figures_of_a_run() {
+        let sc = scenario();
+        let topo = sc.topo().unwrap();
+        let s = 1_000_000_000;
+        let mut r = run("eevdf", [s, s, s, 0, s, 0, 0, 0], 0);
+        // a (home node 0): 3 MB on node 0, 1 on node 1; b: all on node 0.
+        r.groups.get_mut("a").unwrap().memory = Some(crate::plan::GroupMemory {
+            resident_per_node: vec![3 << 20, 1 << 20],
+            numa_hint_faults: Some(40),
+            ..Default::default()
+        });
+        r.groups.get_mut("b").unwrap().memory = Some(crate::plan::GroupMemory {
+            resident_per_node: vec![1 << 20, 0],
+            ..Default::default()
+        });
+        r.vmstat.insert("numa_hint_faults".into(), 100);
+        let f = figures(&r, &sc, &topo).unwrap();
+        assert_eq!(f.memory_on_home, Some(0.75), "only a has a home");
+        // a: CPU 3/4 on node 0, memory 3/4: 9/16 + 1/16; b: CPU all on
+        // node 1, memory all on node 0: 0. Weighted by CPU time, 4 and 2.
+        let a_local = 10.0 / 16.0;
+        assert!((f.local_access.unwrap() - a_local * 4.0 / 6.0).abs() < 1e-9);
+        assert_eq!(f.leaves[0].local_access, Some(a_local));
+        assert_eq!(f.leaves[1].local_access, Some(0.0));
+        assert_eq!(f.leaves[0].numa_hint_faults, Some(40.0));
+        assert_eq!(f.numa_hint_faults_per_s, Some(50.0));
+        assert_eq!(f.numa_pages_migrated_per_s, None, "not read");
+        // Without the memory controller, none of them.
+        let g = figures(&run("eevdf", [s, s, s, 0, s, 0, 0, 0], 0), &sc, &topo).unwrap();
+        assert_eq!((g.memory_on_home, g.local_access), (None, None));
     }
 
     #[test]

@@ -359,6 +359,7 @@ mod tests {
             early_exits: Vec::new(),
             probes: Vec::new(),
             select_cpu: None,
+            vmstat: BTreeMap::new(),
         }
     }
 
