@@ -8,6 +8,7 @@ mod cli;
 mod contract;
 mod health;
 mod holds;
+mod memory;
 mod observer;
 mod placement;
 mod reliability;
@@ -41,6 +42,7 @@ fn tests() -> impl Iterator<Item = &'static (&'static str, Check)> {
         cli::TESTS,
         balancer::TESTS,
         contract::TESTS,
+        memory::TESTS,
         waits::TESTS,
         service::TESTS,
         scale::TESTS,
