@@ -12,6 +12,7 @@ pub mod hist;
 pub mod home_contract;
 pub mod layout;
 pub mod limits;
+pub mod memory_follow;
 pub mod memstat;
 pub mod overfull;
 pub mod partition;
