@@ -83,10 +83,172 @@ impl Rate {
     }
 }
 
+/// Why a tenant's memory is not moved now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wait {
+    /// It has no home, so no node to move to (a home of any CPUs lies on
+    /// the nodes of those CPUs: `Tenant::home_nodes`).
+    NoHomeNode,
+    /// It does not live at home: its CPU time there over the last window
+    /// is under the threshold, so its memory would follow a place it
+    /// keeps leaving.
+    NotAtHome,
+    /// Under `min_bytes` of it lies off its home's nodes.
+    NothingAway,
+    /// Every home node is at or under its reserve of free memory.
+    Reserve,
+}
+
+/// One tenant as the control plane sees it this period.
+#[derive(Debug, Clone)]
+pub struct Tenant<'a> {
+    /// The nodes its home's CPUs are on.
+    pub home_nodes: &'a [usize],
+    /// Share of its CPU time on its home's CPUs over the last window.
+    pub locality: f64,
+    /// What it holds that can move, per node (memstat::resident_per_node).
+    pub resident_per_node: &'a [u64],
+}
+
+/// A node's free memory against what must stay free on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeRoom {
+    pub free: u64,
+    /// The kernel's high watermark on the node plus a margin: moving past
+    /// it would wake reclaim there.
+    pub reserve: u64,
+}
+
+/// The thresholds of the decision.
+#[derive(Debug, Clone, Copy)]
+pub struct Follow {
+    pub min_locality: f64,
+    pub min_bytes: u64,
+}
+
+/// Where to move a tenant's memory and how much of it at most: to the
+/// home node with the most room above its reserve, no more than lies
+/// away or than that room.
+pub fn decide(t: &Tenant, nodes: &[NodeRoom], f: &Follow) -> Result<(usize, u64), Wait> {
+    if t.home_nodes.is_empty() {
+        return Err(Wait::NoHomeNode);
+    }
+    if t.locality < f.min_locality {
+        return Err(Wait::NotAtHome);
+    }
+    let away: u64 = t
+        .resident_per_node
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| !t.home_nodes.contains(n))
+        .map(|(_, b)| b)
+        .sum();
+    if away < f.min_bytes.max(1) {
+        return Err(Wait::NothingAway);
+    }
+    let best = t
+        .home_nodes
+        .iter()
+        .filter_map(|&n| Some((n, nodes.get(n)?)))
+        .map(|(n, r)| (n, r.free.saturating_sub(r.reserve)))
+        .max_by_key(|&(n, room)| (room, std::cmp::Reverse(n)));
+    match best {
+        Some((n, room)) if room > 0 => Ok((n, away.min(room))),
+        _ => Err(Wait::Reserve),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    const F: Follow = Follow {
+        min_locality: 0.8,
+        min_bytes: 4 << 20,
+    };
+    const MB: u64 = 1 << 20;
+
+    fn rooms(free_mb: &[u64], reserve_mb: u64) -> Vec<NodeRoom> {
+        free_mb
+            .iter()
+            .map(|&f| NodeRoom {
+                free: f * MB,
+                reserve: reserve_mb * MB,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn memory_goes_home_while_the_tenant_lives_there() {
+        let t = Tenant {
+            home_nodes: &[0],
+            locality: 0.95,
+            resident_per_node: &[10 * MB, 150 * MB],
+        };
+        assert_eq!(decide(&t, &rooms(&[400, 400], 64), &F), Ok((0, 150 * MB)));
+        // Only the room above the reserve.
+        assert_eq!(decide(&t, &rooms(&[164, 400], 64), &F), Ok((0, 100 * MB)));
+        assert_eq!(decide(&t, &rooms(&[64, 400], 64), &F), Err(Wait::Reserve));
+        let away = Tenant {
+            locality: 0.5,
+            ..t.clone()
+        };
+        assert_eq!(
+            decide(&away, &rooms(&[400, 400], 64), &F),
+            Err(Wait::NotAtHome)
+        );
+        let home = Tenant {
+            resident_per_node: &[150 * MB, 3 * MB],
+            ..t.clone()
+        };
+        assert_eq!(
+            decide(&home, &rooms(&[400, 400], 64), &F),
+            Err(Wait::NothingAway)
+        );
+        let none = Tenant {
+            home_nodes: &[],
+            ..t
+        };
+        assert_eq!(
+            decide(&none, &rooms(&[400, 400], 64), &F),
+            Err(Wait::NoHomeNode)
+        );
+    }
+
+    #[test]
+    fn a_home_of_two_nodes_fills_the_roomier_first() {
+        let t = Tenant {
+            home_nodes: &[0, 1],
+            locality: 1.0,
+            resident_per_node: &[0, 0, 50 * MB, 50 * MB],
+        };
+        assert_eq!(
+            decide(&t, &rooms(&[200, 300, 0, 0], 64), &F),
+            Ok((1, 100 * MB))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn a_move_never_passes_the_room_nor_what_lies_away(
+            res in prop::collection::vec(0u64..1 << 32, 1..5),
+            free in prop::collection::vec(0u64..1 << 32, 1..5),
+            reserve in 0u64..1 << 31,
+            home in 0usize..5,
+            locality in 0.0f64..1.0,
+        ) {
+            let nodes: Vec<NodeRoom> = free.iter().map(|&f| NodeRoom { free: f, reserve }).collect();
+            let t = Tenant { home_nodes: &[home], locality, resident_per_node: &res };
+            if let Ok((n, bytes)) = decide(&t, &nodes, &F) {
+                prop_assert_eq!(n, home);
+                prop_assert!(bytes <= nodes[n].free - nodes[n].reserve);
+                let away: u64 = res.iter().enumerate().filter(|(i, _)| *i != home).map(|(_, b)| b).sum();
+                prop_assert!(bytes <= away && bytes > 0);
+                prop_assert!(locality >= F.min_locality);
+            }
+        }
+    }
 
     #[test]
     fn a_second_gets_the_rate_and_no_more() {
