@@ -168,6 +168,13 @@ pub fn render(sc: &Scenario, policies: &[String], cells: &[Cell], header: &str) 
         "locality: share of the homed groups' CPU time on their homes; exclusivity: of each \
          group's, in the node it used most; tasks waiting: run delay summed per s"
     );
+    if figs.iter().any(|f| f.title == "local access %") {
+        let _ = writeln!(
+            out,
+            "memory on home: share of the homed groups' anonymous and shared memory on their \
+             homes' nodes; local access: per node, CPU-time share times memory share, summed"
+        );
+    }
     for r in &rows {
         let mut line = String::new();
         for (i, c) in r.iter().enumerate() {

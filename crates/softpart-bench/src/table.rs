@@ -91,6 +91,9 @@ pub struct RunFigures {
     /// host-wide, per second of the window (/proc/vmstat).
     pub numa_hint_faults_per_s: Option<f64>,
     pub numa_pages_migrated_per_s: Option<f64>,
+    /// NUMA hint faults the groups' memory took from their start to the
+    /// window's end (their memory.stat), summed.
+    pub group_numa_hint_faults: Option<f64>,
 }
 
 /// One leaf group's figures in a run.
@@ -303,6 +306,12 @@ pub fn figures(run: &RunResult, sc: &Scenario, topo: &GuestTopo) -> Result<RunFi
             .vmstat
             .get("numa_pages_migrated")
             .map(|&n| n as f64 / wall),
+        group_numa_hint_faults: run
+            .groups
+            .values()
+            .filter_map(|g| g.memory.as_ref()?.numa_hint_faults)
+            .map(|n| n as f64)
+            .reduce(|a, b| a + b),
     })
 }
 
@@ -403,6 +412,11 @@ pub const METRICS: &[Metric] = &[
         "NUMA hint faults per s (host-wide, the kernel's NUMA balancing)",
         |f| f.numa_hint_faults_per_s,
         |x| format!("{x:.1}"),
+    ),
+    (
+        "NUMA hint faults of the groups, from their start (their memory.stat)",
+        |f| f.group_numa_hint_faults,
+        |x| format!("{x:.0}"),
     ),
     (
         "pages migrated by NUMA balancing per s (host-wide)",
@@ -892,6 +906,7 @@ mod tests {
         assert_eq!(f.leaves[0].numa_hint_faults, Some(40.0));
         assert_eq!(f.numa_hint_faults_per_s, Some(50.0));
         assert_eq!(f.numa_pages_migrated_per_s, None, "not read");
+        assert_eq!(f.group_numa_hint_faults, Some(40.0), "b's not counted");
         // Without the memory controller, none of them.
         let g = figures(&run("eevdf", [s, s, s, 0, s, 0, 0, 0], 0), &sc, &topo).unwrap();
         assert_eq!((g.memory_on_home, g.local_access), (None, None));
