@@ -14,6 +14,7 @@ pub mod layout;
 pub mod limits;
 pub mod memory_follow;
 pub mod memstat;
+pub mod numa_maps;
 pub mod overfull;
 pub mod partition;
 pub mod pending;
