@@ -216,7 +216,7 @@ fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Resul
     Ok(())
 }
 
-/// The order of a scenario's policies in repetition @rep: each repetition
+/// The order of a scenario's policies in repetition `rep`: each repetition
 /// starts one further along, so over `n` repetitions each policy runs first
 /// once. The policy run first in a boot has read lowest in a balancer cell
 /// whichever build it was (docs/results/scale.md); rotating spreads such a
