@@ -68,9 +68,8 @@ fn numa_balancing_stops(r: &Results) -> Result<String> {
     // (nothing) and far below what one pass brings.
     if ev_pte < 10_000 || ev_faults < 5 {
         bail!(
-            "eevdf: {ev_pte} pages marked and {ev_faults} NUMA hint faults ({whose}) in the \
-             window: NUMA balancing did not scan the tenant, so this guest cannot show what \
-             sched_ext stops"
+            "eevdf: {ev_pte} pages marked and {ev_faults} NUMA hint faults ({whose}): NUMA \
+             balancing did not scan the tenant, so this guest cannot show what sched_ext stops"
         );
     }
     if sp_pte * 10 > ev_pte || sp_faults * 10 > ev_faults {
