@@ -477,6 +477,8 @@ fn run_once(
     // children, removed after them.
     let mut parents: Vec<PathBuf> = Vec::new();
     let result = (|| -> Result<RunResult> {
+        obs.forget_groups()
+            .context("emptying the observer's group map")?;
         for g in sc.groups.iter().filter(|g| sc.is_parent(g)) {
             let cg = PathBuf::from(format!("{BENCH_CG}/{}", sc.cgroup_path(g)));
             remove_cgroup(&cg);
@@ -570,6 +572,13 @@ fn run_once(
         let progs = progs0.since(&progs1);
         let sched1: Vec<_> = workloads.iter().map(|w| schedstat_delays(&w.cg)).collect();
         let window = s1.since(&s0);
+        if s1.groups_full > s0.groups_full {
+            bail!(
+                "the observer's group map ({} cgroups) was full during the window: \
+                 some groups' runs and waits were not counted",
+                softpart_observer::MAX_GROUPS
+            );
+        }
 
         let mut probes: Vec<_> = window_probe
             .into_iter()

@@ -29,6 +29,8 @@ use std::mem::MaybeUninit;
 
 pub const MAX_CPUS: usize = bpf_intf::observer_consts_OBS_MAX_CPUS as usize;
 pub const NR_BUCKETS: usize = bpf_intf::observer_consts_OBS_NR_BUCKETS as usize;
+/// How many cgroups the observer's group map holds.
+pub const MAX_GROUPS: usize = bpf_intf::observer_consts_OBS_MAX_GROUPS as usize;
 
 pub struct Observer {
     skel: ObserverSkel<'static>,
@@ -129,6 +131,21 @@ impl Observer {
 
     pub fn places(&self) -> &[CpuPlace] {
         &self.places
+    }
+
+    /// Empties the group map. It holds every cgroup a task ran in since the
+    /// observer started and is never pruned by the BPF side, so a process
+    /// that makes cgroups run after run (a guest-test boot makes thousands)
+    /// empties it before each run's cgroups are made; past its size
+    /// (OBS_MAX_GROUPS) new groups get no entry at all and count nothing
+    /// (`Snapshot::groups_full` counts those misses).
+    pub fn forget_groups(&self) -> Result<()> {
+        let keys: Vec<Vec<u8>> = self.skel.maps.groups.keys().collect();
+        for k in keys {
+            // An entry a CPU re-made meanwhile is simply kept.
+            let _ = self.skel.maps.groups.delete(&k);
+        }
+        Ok(())
     }
 
     /// One group's counters from the map, or None if it has no entry.
