@@ -207,8 +207,8 @@ impl Observer {
 
     /// As `snapshot`, for the given cgroups only. One lookup per group
     /// instead of two system calls per entry of the whole map, which
-    /// holds every cgroup that ever ran since the observer started
-    /// (hundreds in a guest-test boot, where reading them all took 250 ms).
+    /// holds every cgroup that ran since it was last emptied (hundreds in
+    /// a busy guest, where reading them all took 250 ms).
     pub fn snapshot_of(&self, cgids: &[u64]) -> Result<Snapshot> {
         self.read(Some(cgids))
     }
