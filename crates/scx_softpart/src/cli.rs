@@ -68,6 +68,16 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 
+    /// Leave tenants' memory where it is. By default the pages of a
+    /// tenant that lives at its home (80% of its CPU time there) and lie
+    /// on other NUMA nodes are moved to its home's nodes, at most 64 MB/s
+    /// host-wide, never filling a node past its reserve, never those of a
+    /// process that set its own memory policy nor pages another process
+    /// maps. Also `[memory] follow = false` in the config file, which sets
+    /// the rate and the reserve too.
+    #[arg(long)]
+    pub(crate) no_memory_follow: bool,
+
     /// Check a config file and exit: 0 if scx_softpart would start with it,
     /// else 1 with what is wrong. Needs no sched_ext kernel; homes are
     /// checked against this machine's CPUs, nodes and LLCs.
@@ -182,7 +192,7 @@ mod tests {
     }
 
     /// Every option is one an operator may choose on a real host: at most
-    /// 20 of our own, none hidden, none there only to reproduce an earlier
+    /// 21 of our own, none hidden, none there only to reproduce an earlier
     /// behaviour.
     #[test]
     fn help_lists_operator_options_only() {
@@ -191,7 +201,7 @@ mod tests {
             .get_arguments()
             .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
             .collect();
-        assert!(ours.len() <= 20, "{} options", ours.len());
+        assert!(ours.len() <= 21, "{} options", ours.len());
         for a in &ours {
             assert!(!a.is_hide_set(), "--{} is hidden", a.get_id());
             let help = a

@@ -93,6 +93,23 @@ impl GroupStats {
             .collect()
     }
 
+    /// `slot`'s run time at home and away, summed over its CPUs (two
+    /// counters of each CPU's first line).
+    pub(crate) fn home_and_away(&self, slot: u32) -> (u64, u64) {
+        self.range(slot)
+            .map(|i| {
+                // SAFETY: as in per_cpu(); fields of an entry in the mapping.
+                unsafe {
+                    let g = self.base.add(i);
+                    (
+                        std::ptr::read_volatile(&raw const (*g).run_home_ns),
+                        std::ptr::read_volatile(&raw const (*g).run_away_ns),
+                    )
+                }
+            })
+            .fold((0, 0), |(h, a), (dh, da)| (h + dh, a + da))
+    }
+
     /// Zeroes `slot`'s counters, for a slot taken by a new group.
     pub(crate) fn reset(&self, slot: u32) {
         for i in self.range(slot) {

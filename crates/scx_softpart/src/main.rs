@@ -21,7 +21,9 @@ mod limits;
 mod load;
 mod logger;
 mod machine;
+mod memory;
 mod metrics;
+mod mover;
 mod notify;
 mod partitions;
 mod pending;
@@ -84,6 +86,8 @@ struct Session {
     metrics: Option<Receiver<metrics::SnapshotRequest>>,
     restarts: u32,
     reloads: reload::Reloads,
+    /// Memory following the homes: its thread outlives an attachment.
+    memory: memory::MemoryPass,
 }
 
 /// Reads the CPU topology. A CPU going offline while it is read removes
@@ -114,6 +118,8 @@ struct CheckedConfig {
     balance_rules: Vec<config::BalanceRule>,
     /// --partitions or the config's partitions; None: the default.
     explicit_parts: Option<Vec<BTreeSet<usize>>>,
+    /// `[memory]`, with --no-memory-follow applied.
+    memory: config::Memory,
 }
 
 impl CheckedConfig {
@@ -147,10 +153,15 @@ impl CheckedConfig {
                     .map_err(|e| anyhow::anyhow!("--balance {pattern:?}: {e}"))?,
             );
         }
+        let mut memory = cfg.memory;
+        if opts.no_memory_follow {
+            memory.follow = false;
+        }
         Ok(CheckedConfig {
             homes: cfg.homes,
             balance_rules,
             explicit_parts,
+            memory,
         })
     }
 }
@@ -228,6 +239,7 @@ impl Session {
             metrics,
             restarts: 0,
             reloads: reload::Reloads::started(reload::unix_now()),
+            memory: memory::MemoryPass::new(checked.memory),
         })
     }
 }
@@ -300,6 +312,7 @@ struct Scheduler<'a> {
     status_sent: String,
     explicit_parts: Option<Vec<BTreeSet<usize>>>,
     attached: Arc<AtomicBool>,
+    memory: memory::MemoryPass,
 }
 
 /// How often utilisation and the softness flags are refreshed.
@@ -349,6 +362,7 @@ impl<'a> Scheduler<'a> {
             metrics,
             restarts,
             reloads,
+            memory,
         } = session;
         let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
         if nr_cpu_ids > bpf_intf::softpart_consts_SP_MAX_CPUS as usize {
@@ -456,6 +470,7 @@ impl<'a> Scheduler<'a> {
             status_sent: String::new(),
             explicit_parts,
             attached,
+            memory,
         };
         // The tasks without a home have a statistics slot from the start.
         counters::reset_group(&sched.skel.maps, &sched.group_stats, nr_homes as u32)
@@ -513,6 +528,8 @@ impl<'a> Scheduler<'a> {
                     self.sample_homes();
                     at = self.phase_cpu.add("stats_samples", at, self.traffic.read);
                 }
+                self.follow_memory();
+                at = self.phase_cpu.add("memory", at, self.traffic.read);
             }
             if let Some((job, decision)) = self.decider.take() {
                 self.apply_balance(&job, decision);
@@ -551,6 +568,40 @@ impl<'a> Scheduler<'a> {
         self.print_counters();
         let _ = self.link.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// Memory follows the home: each home's nodes and its run at home and
+    /// away so far, to the memory pass (memory.rs).
+    fn follow_memory(&mut self) {
+        if !self.memory.on() {
+            return;
+        }
+        let now = std::time::Instant::now();
+        let labels: Vec<&str> = self.homes.iter().map(|(_, h)| h.label.as_str()).collect();
+        self.memory.forget_others(&labels);
+        let homes: Vec<memory::HomeIn> = self
+            .homes
+            .iter()
+            .filter(|(_, h)| self.memory.due(&h.label, now))
+            .map(|(id, h)| {
+                let nodes: BTreeSet<usize> = h
+                    .cpus
+                    .iter()
+                    .filter_map(|&c| self.machine.node_of(c))
+                    .collect();
+                let (run_home_ns, run_away_ns) = self.group_stats.home_and_away(id);
+                memory::HomeIn {
+                    label: h.label.clone(),
+                    nodes: nodes.into_iter().collect(),
+                    run_home_ns,
+                    run_away_ns,
+                }
+            })
+            .collect();
+        // Two counters of each CPU's line.
+        self.traffic
+            .read::<[u64; 2]>(homes.len() * self.group_stats.nr_cpus());
+        self.memory.pass(&homes, self.machine.nodes.len(), now);
     }
 
     /// Each cgroup's charge rate, from its load and contract: every
@@ -909,6 +960,7 @@ impl<'a> Scheduler<'a> {
             metrics: self.metrics,
             restarts: self.restarts + 1,
             reloads: self.reloads,
+            memory: self.memory,
         }
     }
 }

@@ -152,6 +152,7 @@ impl Scheduler<'_> {
         }
         self.rules = checked.homes;
         self.balance_rules = checked.balance_rules;
+        self.memory.configure(checked.memory);
         let live = crate::cgroup_scan::cgroup_tree(Path::new(control::CGROUP_ROOT));
         let mut changed = 0;
         for (label, cgid) in live {

@@ -176,6 +176,7 @@ impl Scheduler<'_> {
             homes_window_s: self.home_samples.window_s(),
             limits: self.limits.view(&crate::limits::all(self.homes.capacity())),
             cost: self.cost(),
+            memory: self.memory.view(),
         };
         (view, budgets_read)
     }
@@ -294,6 +295,7 @@ impl Scheduler<'_> {
             },
             ..Default::default()
         };
+        snap.memory = self.memory.view();
         snap.limits = crate::limits::all(self.homes.capacity())
             .iter()
             .map(|l| (l.name, self.limits.hits(l.name)))

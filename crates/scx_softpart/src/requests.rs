@@ -102,7 +102,7 @@ impl Scheduler<'_> {
                 }
             },
             Request::Show { pid } => Ok(Response::Task(self.show(pid)?)),
-            Request::Stat => Ok(Response::Stat(self.stat_request())),
+            Request::Stat => Ok(Response::Stat(Box::new(self.stat_request()))),
             Request::List => Ok(Response::Homes {
                 homes: self.home_views(),
             }),

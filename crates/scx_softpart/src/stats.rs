@@ -122,6 +122,8 @@ pub struct Snapshot {
     /// cgroups of the cpu controller, by path, with a contract set (a
     /// weight other than 100, or a cap) or CPU time run.
     pub tenants: BTreeMap<String, RawTenant>,
+    /// Memory following the homes (memory.rs).
+    pub memory: softpart_core::control::MemoryView,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
@@ -186,6 +188,12 @@ pub struct GroupMetrics {
     pub partition: i64,
     #[stat(desc = "balanced group: moves in the interval")]
     pub moves: u64,
+    #[stat(desc = "its movable memory on its home's nodes, MB (as last read)")]
+    pub mem_home_mb: f64,
+    #[stat(desc = "its movable memory on other nodes, MB (as last read)")]
+    pub mem_away_mb: f64,
+    #[stat(desc = "its memory moved to its home's nodes in the interval, MB")]
+    pub mem_moved_mb: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
@@ -256,7 +264,18 @@ impl Metrics {
             let before = prev.events.get(i).map_or(0, |e| e.1);
             m.events.insert(name.to_string(), v.saturating_sub(before));
         }
+        let mb = |b: u64| b as f64 / 1048576.0;
+        let by_label = |s: &Snapshot| -> BTreeMap<String, (u64, u64, u64)> {
+            s.memory
+                .tenants
+                .iter()
+                .map(|t| (t.label.clone(), (t.home_bytes, t.away_bytes, t.moved_bytes)))
+                .collect()
+        };
+        let (mem_now, mem_before) = (by_label(cur), by_label(prev));
         for (label, (home, softness, c)) in &cur.groups {
+            let now = mem_now.get(label).copied().unwrap_or_default();
+            let before = mem_before.get(label).copied().unwrap_or_default();
             let p = match prev.groups.get(label) {
                 Some((h, _, p)) if h == home => p,
                 _ => &zero,
@@ -315,6 +334,9 @@ impl Metrics {
                         .get(label)
                         .map_or(0, |b| b.1)
                         .saturating_sub(prev.balanced.get(label).map_or(0, |b| b.1)),
+                    mem_home_mb: mb(now.0),
+                    mem_away_mb: mb(now.1),
+                    mem_moved_mb: mb(now.2.saturating_sub(before.2)),
                 },
             );
         }
@@ -425,6 +447,13 @@ impl Metrics {
             if g.partition >= 0 {
                 writeln!(w, "    balanced: PART-{} moves {}", g.partition, g.moves)?;
             }
+            if g.mem_home_mb + g.mem_away_mb > 0.0 {
+                writeln!(
+                    w,
+                    "    memory: home {:.1} MB, elsewhere {:.1} MB, moved {:.1} MB",
+                    g.mem_home_mb, g.mem_away_mb, g.mem_moved_mb
+                )?;
+            }
         }
         for (path, t) in &self.tenants {
             let cap = if t.cap_cpus > 0.0 {
@@ -518,6 +547,7 @@ mod tests {
             parts: BTreeMap::new(),
             balanced: BTreeMap::new(),
             tenants: BTreeMap::new(),
+            memory: Default::default(),
         }
     }
 

@@ -92,6 +92,7 @@ mod tests {
             homes_window_s: 0.0,
             limits: Vec::new(),
             cost: Default::default(),
+            memory: Default::default(),
         }
     }
 

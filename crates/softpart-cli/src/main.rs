@@ -233,6 +233,7 @@ fn stat_table(v: &StatView) -> String {
             }
         );
     }
+    memory_lines(&mut out, &v.memory);
     let h = &v.held;
     let _ = writeln!(
         out,
@@ -262,6 +263,64 @@ fn stat_table(v: &StatView) -> String {
         );
     }
     out
+}
+
+/// Memory following the homes: the settings and what moved, then each
+/// home's memory on its nodes and elsewhere.
+fn memory_lines(out: &mut String, m: &softpart_core::control::MemoryView) {
+    use std::fmt::Write as _;
+    const MB: f64 = 1048576.0;
+    if !m.follow {
+        let _ = writeln!(out, "memory follows the homes: off");
+        return;
+    }
+    let reserve = m
+        .reserve_bytes
+        .map_or("1/64 of each node (at least 16 MB)".to_string(), |r| {
+            format!("{:.0} MB a node", r as f64 / MB)
+        });
+    let _ = writeln!(
+        out,
+        "memory follows the homes: at most {:.0} MB/s (most in one second so far {:.1}), reserve {reserve}; moved {:.1} MB in {:.2} CPU-s",
+        m.rate_bytes_per_s as f64 / MB,
+        m.peak_bytes_per_s as f64 / MB,
+        m.moved_bytes as f64 / MB,
+        m.mover_cpu_s
+    );
+    for t in &m.tenants {
+        let nodes: Vec<String> = t.nodes.iter().map(|n| n.to_string()).collect();
+        let total = t.home_bytes + t.away_bytes;
+        let on = if total > 0 {
+            format!("{:.0}%", 100.0 * t.home_bytes as f64 / total as f64)
+        } else {
+            "-".to_string()
+        };
+        let refused: Vec<String> = t
+            .refused_bytes
+            .iter()
+            .filter(|(_, b)| **b > 0)
+            .map(|(k, b)| format!("{k} {:.1} MB", *b as f64 / MB))
+            .collect();
+        let _ = writeln!(
+            out,
+            "memory {}  node {}: {:.1} MB ({on}), elsewhere {:.1} MB  moved {:.1} MB (last {}){}{}",
+            t.label,
+            nodes.join(","),
+            t.home_bytes as f64 / MB,
+            t.away_bytes as f64 / MB,
+            t.moved_bytes as f64 / MB,
+            t.last_move_s_ago
+                .map_or("never".to_string(), |s| format!("{s:.0} s ago")),
+            if refused.is_empty() {
+                String::new()
+            } else {
+                format!("  not moved: {}", refused.join(", "))
+            },
+            t.waiting
+                .as_ref()
+                .map_or(String::new(), |w| format!("  waiting: {w}"))
+        );
+    }
 }
 
 /// "once", "twice", "N times".
@@ -465,8 +524,40 @@ mod tests {
                 hits: 3,
                 last: "cgroup /bench/c9".into(),
             }],
+            memory: softpart_core::control::MemoryView {
+                follow: true,
+                rate_bytes_per_s: 64 << 20,
+                reserve_bytes: None,
+                peak_bytes_per_s: 64 << 20,
+                moved_bytes: 160 << 20,
+                mover_cpu_s: 0.4,
+                tenants: vec![softpart_core::control::MemoryTenantView {
+                    label: "/bench/g0".into(),
+                    nodes: vec![0],
+                    home_bytes: 150 << 20,
+                    away_bytes: 10 << 20,
+                    moved_bytes: 150 << 20,
+                    refused_bytes: [("rate".to_string(), 3 << 20), ("shared".to_string(), 0)]
+                        .into_iter()
+                        .collect(),
+                    last_move_s_ago: Some(2.0),
+                    waiting: None,
+                }],
+            },
         };
         let t = stat_table(&v);
+        assert!(
+            t.contains(
+                "memory follows the homes: at most 64 MB/s (most in one second so far 64.0), reserve 1/64 of each node (at least 16 MB); moved 160.0 MB in 0.40 CPU-s\n"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "memory /bench/g0  node 0: 150.0 MB (94%), elsewhere 10.0 MB  moved 150.0 MB (last 2 s ago)  not moved: rate 3.0 MB\n"
+            ),
+            "{t}"
+        );
         assert!(
             t.contains(
                 "limit reached: cgroup_slots (2048 entries) 3 times, last for cgroup /bench/c9\n"

@@ -43,6 +43,15 @@ struct File {
     homes: Vec<Entry>,
     #[serde(default, rename = "balance")]
     balance: Vec<BalanceEntry>,
+    memory: Option<MemoryEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemoryEntry {
+    follow: Option<bool>,
+    rate_mb_s: Option<Spanned<u64>>,
+    reserve_mb: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -69,6 +78,42 @@ pub struct Config {
     pub partitions: Option<String>,
     pub homes: Vec<Rule>,
     pub balance: Vec<BalanceRule>,
+    pub memory: Memory,
+}
+
+/// Whether and how fast a homed tenant's memory follows it to its home's
+/// nodes (`[memory]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    pub follow: bool,
+    /// Bytes moved per second at most, host-wide, over any one second.
+    pub rate_bytes_per_s: u64,
+    /// Free memory a home node keeps above its high watermark: no move
+    /// fills it further. `None`: `default_reserve` of the node's size.
+    pub reserve_bytes: Option<u64>,
+}
+
+/// The reserve a node keeps unless `reserve_mb` says otherwise: 1/64 of
+/// its memory (1 GB of 64 GB), at least 16 MB (docs/decisions.md, "Memory
+/// follows the home: its reserve").
+pub fn default_reserve(node_bytes: u64) -> u64 {
+    (node_bytes / 64).max(16 << 20)
+}
+
+/// The default rate, 64 MB/s (docs/decisions.md, "Memory follows the
+/// home: its rate").
+pub const MEMORY_RATE_MB_S: u64 = 64;
+/// The rate's range, MB/s.
+pub const MEMORY_RATE_RANGE: std::ops::RangeInclusive<u64> = 1..=100_000;
+
+impl Default for Memory {
+    fn default() -> Memory {
+        Memory {
+            follow: true,
+            rate_bytes_per_s: MEMORY_RATE_MB_S << 20,
+            reserve_bytes: None,
+        }
+    }
 }
 
 /// How bad a finding is: an error stops the scheduler from starting with
@@ -312,7 +357,11 @@ pub fn check(text: &str, cpus: &dyn Cpus) -> Checked {
             message,
         });
     };
-    if file.partitions.is_none() && file.homes.is_empty() && file.balance.is_empty() {
+    if file.partitions.is_none()
+        && file.homes.is_empty()
+        && file.balance.is_empty()
+        && file.memory.is_none()
+    {
         out.findings.push(Finding {
             severity: Severity::Warning,
             line: None,
@@ -509,6 +558,40 @@ pub fn check(text: &str, cpus: &dyn Cpus) -> Checked {
             }
         }
     }
+    let mut memory = Memory::default();
+    if let Some(m) = file.memory {
+        memory.follow = m.follow.unwrap_or(true);
+        if let Some(r) = m.rate_mb_s {
+            let v = *r.get_ref();
+            if MEMORY_RATE_RANGE.contains(&v) {
+                memory.rate_bytes_per_s = v << 20;
+            } else {
+                error(
+                    &mut out,
+                    line_of(text, r.span().start),
+                    "[memory]",
+                    format!(
+                        "field rate_mb_s = {v}: give {} to {} MB per second",
+                        MEMORY_RATE_RANGE.start(),
+                        MEMORY_RATE_RANGE.end()
+                    ),
+                );
+            }
+        }
+        if let Some(r) = m.reserve_mb {
+            let v = *r.get_ref();
+            if v <= 1 << 30 {
+                memory.reserve_bytes = Some(v << 20);
+            } else {
+                error(
+                    &mut out,
+                    line_of(text, r.span().start),
+                    "[memory]",
+                    format!("field reserve_mb = {v}: give at most {} MB", 1u64 << 30),
+                );
+            }
+        }
+    }
     out.findings.sort_by_key(|f| f.line.unwrap_or(0));
     if errors == 0 {
         out.home_lines = rules.iter().map(|(_, l)| *l).collect();
@@ -517,6 +600,7 @@ pub fn check(text: &str, cpus: &dyn Cpus) -> Checked {
             partitions: partitions.map(|p| p.0),
             homes: rules.into_iter().map(|(r, _)| r).collect(),
             balance: balance.into_iter().map(|(r, _)| r).collect(),
+            memory,
         });
     }
     out
@@ -791,6 +875,33 @@ mod tests {
         );
         let e = err("[[balance]]\ncgroup = \"a/*\"\n");
         assert!(e.contains("field cgroup = \"a/*\""), "{e}");
+    }
+
+    #[test]
+    fn memory_section_defaults_and_errors() {
+        let cfg = parse("[[home]]\ncgroup = \"/a\"\nnode = 0\n", &TwoNodes).unwrap();
+        assert_eq!(cfg.memory, Memory::default());
+        assert!(cfg.memory.follow);
+        let cfg = parse(
+            "[memory]\nfollow = false\nrate_mb_s = 8\nreserve_mb = 100\n",
+            &TwoNodes,
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.memory,
+            Memory {
+                follow: false,
+                rate_bytes_per_s: 8 << 20,
+                reserve_bytes: Some(100 << 20)
+            }
+        );
+        let err = |text: &str| format!("{:#}", parse(text, &TwoNodes).unwrap_err());
+        let e = err("[memory]\nrate_mb_s = 0\n");
+        assert!(e.contains("[memory]") && e.contains("rate_mb_s = 0"), "{e}");
+        let e = err("[memory]\nreserve_mb = 9999999999\n");
+        assert!(e.contains("reserve_mb = 9999999999"), "{e}");
+        let e = err("[memory]\nrate = 5\n");
+        assert!(e.contains("rate"), "{e}");
     }
 
     fn findings(text: &str) -> Vec<String> {

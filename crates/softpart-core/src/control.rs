@@ -3,6 +3,7 @@
 //! reply. The scheduler checks the peer's credentials (SO_PEERCRED) itself.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Where the scheduler listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/softpart/control.sock";
@@ -134,6 +135,53 @@ pub struct StatView {
     /// What the control plane's own work has cost since it attached.
     #[serde(default)]
     pub cost: ControlCost,
+    /// Memory following the homes.
+    #[serde(default)]
+    pub memory: MemoryView,
+}
+
+/// Memory following the homes: the settings, what was moved since the
+/// scheduler attached, and each home's memory as last read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryView {
+    /// Whether memory follows the homes (`[memory] follow`,
+    /// --no-memory-follow).
+    pub follow: bool,
+    pub rate_bytes_per_s: u64,
+    /// The reserve a home node keeps above its high watermark; None: 1/64
+    /// of the node, at least 16 MB.
+    pub reserve_bytes: Option<u64>,
+    /// The most bytes moved within one second so far.
+    pub peak_bytes_per_s: u64,
+    pub moved_bytes: u64,
+    /// CPU time of the thread that moves pages.
+    pub mover_cpu_s: f64,
+    pub tenants: Vec<MemoryTenantView>,
+}
+
+/// One home's memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryTenantView {
+    /// A cgroup path, or "pid N".
+    pub label: String,
+    /// The nodes of its home's CPUs.
+    pub nodes: Vec<usize>,
+    /// What it holds that can move (anonymous and shared memory), on those
+    /// nodes and elsewhere, as last read.
+    pub home_bytes: u64,
+    pub away_bytes: u64,
+    pub moved_bytes: u64,
+    /// Bytes a pass meant to move and did not, by cause: "reserve" (the
+    /// home node's free memory), "rate", "user_policy" (a memory policy
+    /// the process set), "shared" (mapped by another process, or outside
+    /// its cpuset), "pinned", "no_memory"; summed over passes.
+    pub refused_bytes: BTreeMap<String, u64>,
+    pub last_move_s_ago: Option<f64>,
+    /// Why nothing moves now: "not_at_home" (under 80% of its CPU time at
+    /// home over the last second), "nothing_away", "reserve", "off",
+    /// "unreadable" (no memory controller, or the process gone); none while
+    /// a move is under way or due.
+    pub waiting: Option<String>,
 }
 
 /// What the control plane's periodic work costs: its main loop's CPU
@@ -302,7 +350,7 @@ pub enum Response {
         message: String,
     },
     Task(TaskView),
-    Stat(StatView),
+    Stat(Box<StatView>),
     Homes {
         homes: Vec<HomeView>,
     },

@@ -71,6 +71,13 @@ impl Rate {
         }
     }
 
+    /// Bytes granted (less what was given back) over the second before
+    /// `now_ns`: never above the rate.
+    pub fn used(&mut self, now_ns: u64) -> u64 {
+        self.expire(now_ns);
+        self.in_window
+    }
+
     /// When the next byte may be granted (now if some are left).
     pub fn next_at(&mut self, now_ns: u64) -> u64 {
         self.expire(now_ns);
@@ -287,6 +294,12 @@ mod tests {
                 let back = unused.min(g);
                 r.give_back(back);
                 log.push((now, g - back));
+                let last: u64 = log
+                    .iter()
+                    .filter(|&&(at, _)| at + SECOND_NS > now)
+                    .map(|&(_, b)| b)
+                    .sum();
+                prop_assert_eq!(r.used(now), last);
                 for &(start, _) in &log {
                     let in_window: u64 = log
                         .iter()

@@ -86,10 +86,74 @@ pub fn local_access(cpu_per_node: &[u64], mem_per_node: &[u64]) -> Option<f64> {
     )
 }
 
+/// Each node's high watermark in pages, summed over its zones
+/// (`/proc/zoneinfo`): under it kswapd reclaims on the node, so what a move
+/// may fill stops above it.
+pub fn high_watermarks(zoneinfo: &str) -> std::collections::BTreeMap<usize, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut node = None;
+    for line in zoneinfo.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = line.strip_prefix("Node ") {
+            node = rest
+                .split(',')
+                .next()
+                .and_then(|n| n.trim().parse::<usize>().ok());
+            continue;
+        }
+        let mut w = t.split_whitespace();
+        if let (Some(n), Some("high"), Some(v)) = (node, w.next(), w.next())
+            && let Ok(pages) = v.parse::<u64>()
+        {
+            *out.entry(n).or_default() += pages;
+        }
+    }
+    out
+}
+
+/// A field of a node's meminfo in bytes
+/// (`/sys/devices/system/node/nodeN/meminfo`: "Node 0 MemFree:  123456 kB").
+fn node_meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        let (_, _, key, kb) = (w.next()?, w.next()?, w.next()?, w.next()?);
+        (key.strip_suffix(':') == Some(field)).then(|| kb.parse::<u64>().ok().map(|k| k * 1024))?
+    })
+}
+
+/// A node's free memory in bytes.
+pub fn node_free_bytes(meminfo: &str) -> Option<u64> {
+    node_meminfo_bytes(meminfo, "MemFree")
+}
+
+/// A node's memory in bytes.
+pub fn node_total_bytes(meminfo: &str) -> Option<u64> {
+    node_meminfo_bytes(meminfo, "MemTotal")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn watermarks_by_node_and_free_memory() {
+        let z = "Node 0, zone      DMA\n  pages free     3840\n        min      34\n        low      42\n        high     50\n\
+Node 0, zone   Normal\n  pages free     100000\n        high     1000\n        protection: (0, 0)\n              high:     0\n\
+Node 1, zone   Normal\n        high     2000\n";
+        let w = high_watermarks(z);
+        assert_eq!(w[&0], 1050);
+        assert_eq!(w[&1], 2000);
+        assert_eq!(
+            node_free_bytes("Node 1 MemTotal:  524288 kB\nNode 1 MemFree:   1000 kB\n"),
+            Some(1000 * 1024)
+        );
+        assert_eq!(
+            node_total_bytes("Node 1 MemTotal:  524288 kB\nNode 1 MemFree:   1000 kB\n"),
+            Some(524288 * 1024)
+        );
+        assert_eq!(node_free_bytes("nothing"), None);
+    }
 
     #[test]
     fn numa_stat_reads_bytes_by_node() {

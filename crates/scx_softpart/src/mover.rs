@@ -1,0 +1,469 @@
+//! Moving a process's pages to a node with move_pages(2), in bounded
+//! batches: only its anonymous mappings of base pages whose policy it did
+//! not set itself, only pages mapped by it alone (the kernel's
+//! MPOL_MF_MOVE), never onto a node its cpuset does not allow (the kernel
+//! refuses those with EACCES).
+
+use softpart_core::memory_follow::Rate;
+use softpart_core::numa_maps;
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+
+const PAGE: u64 = 4096;
+/// Pages per move_pages call: 2 MB, one huge page's worth, so a call's
+/// work is bounded whatever the mapping's size.
+const BATCH: usize = 512;
+/// include/uapi/linux/mempolicy.h
+const MPOL_MF_MOVE: libc::c_int = 1 << 1;
+
+/// Why pages were not moved, counted in pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Refusal {
+    /// The mapping's or the thread's memory policy is the user's.
+    UserPolicy,
+    /// Mapped by more than one process (EACCES from move_pages on a page,
+    /// or the whole call refused for the cpuset).
+    SharedOrCpuset,
+    /// Pinned or under I/O (EBUSY): it fails every time while pinned.
+    Busy,
+    /// The target node had no memory for it (ENOMEM).
+    NoMemory,
+    /// The rate's second was used up.
+    Rate,
+    /// The process could not be read or moved by us (no ptrace access:
+    /// another user's process without CAP_SYS_PTRACE, or an LSM).
+    NotPermitted,
+}
+
+impl Refusal {
+    /// Its name in the statistics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::UserPolicy => "user_policy",
+            Refusal::SharedOrCpuset => "shared",
+            Refusal::Busy => "pinned",
+            Refusal::NoMemory => "no_memory",
+            Refusal::Rate => "rate",
+            Refusal::NotPermitted => "not_permitted",
+        }
+    }
+}
+
+/// What one pass over a process did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub moved_bytes: u64,
+    pub refused_pages: BTreeMap<Refusal, u64>,
+    /// move_pages calls made (each at most BATCH pages).
+    pub calls: u64,
+    /// The mover's CPU time for it.
+    pub cpu_ns: u64,
+    /// Processes it was not permitted to read or move.
+    pub denied: u64,
+}
+
+/// The nodes of `pages` (move_pages with no target: where each page is,
+/// a negative errno where none is mapped).
+fn move_pages(
+    pid: i32,
+    pages: &[*mut libc::c_void],
+    nodes: Option<&[libc::c_int]>,
+) -> io::Result<Vec<libc::c_int>> {
+    let mut status = vec![0 as libc::c_int; pages.len()];
+    // SAFETY: `pages`, `nodes` (when given) and `status` have
+    // `pages.len()` entries; the kernel reads the first two and writes
+    // the third, and only touches the addresses in the target process.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            pid,
+            pages.len() as libc::c_ulong,
+            pages.as_ptr(),
+            nodes.map_or(std::ptr::null(), |n| n.as_ptr()),
+            status.as_mut_ptr(),
+            MPOL_MF_MOVE,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(status)
+}
+
+/// The end address of each mapping by its start, from /proc/PID/maps
+/// (numa_maps gives starts only).
+fn ends(maps: &str) -> BTreeMap<u64, u64> {
+    maps.lines()
+        .filter_map(|l| {
+            let range = l.split_whitespace().next()?;
+            let (a, b) = range.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Whether a thread of `pid` other than the one /proc/PID/numa_maps reads
+/// through set its own memory policy (set_mempolicy is per thread): the
+/// first mapping line of each thread's numa_maps shows its policy where
+/// the mapping has none. Only the first line is read, so the cost does not
+/// grow with the process's mappings.
+fn a_thread_set_a_policy(pid: i32) -> bool {
+    use std::io::Read;
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        let mut head = [0u8; 512];
+        let Ok(mut f) = std::fs::File::open(t.path().join("numa_maps")) else {
+            return false;
+        };
+        let n = f.read(&mut head).unwrap_or(0);
+        let text = String::from_utf8_lossy(&head[..n]);
+        let first = text.lines().next().unwrap_or("");
+        numa_maps::parse(first)
+            .first()
+            .is_some_and(|m| m.user_policy())
+    })
+}
+
+/// Moves `pid`'s pages that lie off `home_nodes` to `target`, at most
+/// what `rate` grants, batch by batch, until `stopped()` says so. An
+/// error only where the process cannot be read at all (gone, or not ours
+/// to read).
+pub fn move_process(
+    pid: i32,
+    home_nodes: &[usize],
+    target: usize,
+    rate: &mut Rate,
+    now_ns: impl Fn() -> u64,
+    stopped: &dyn Fn() -> bool,
+) -> io::Result<Outcome> {
+    let numa = std::fs::read_to_string(format!("/proc/{pid}/numa_maps"))?;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+    let ends = ends(&maps);
+    let mut out = Outcome::default();
+    let thread_policy = a_thread_set_a_policy(pid);
+    for m in numa_maps::parse(&numa) {
+        let away: u64 = m
+            .pages_per_node
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| !home_nodes.contains(n))
+            .map(|(_, p)| p)
+            .sum();
+        if m.file || m.anon_pages == 0 || m.page_kb != PAGE / 1024 || away == 0 {
+            continue;
+        }
+        if m.user_policy() || thread_policy {
+            *out.refused_pages.entry(Refusal::UserPolicy).or_default() += away;
+            continue;
+        }
+        let Some(&end) = ends.get(&m.start) else {
+            continue;
+        };
+        let mut addr = m.start;
+        while addr < end {
+            if stopped() {
+                return Ok(out);
+            }
+            let n = (((end - addr) / PAGE) as usize).min(BATCH);
+            let pages: Vec<*mut libc::c_void> = (0..n as u64)
+                .map(|i| (addr + i * PAGE) as *mut libc::c_void)
+                .collect();
+            addr += n as u64 * PAGE;
+            out.calls += 1;
+            let at = match move_pages(pid, &pages, None) {
+                Ok(s) => s,
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(out),
+                Err(e) => return Err(e),
+            };
+            let off: Vec<*mut libc::c_void> = pages
+                .iter()
+                .zip(&at)
+                .filter(|&(_, &node)| node >= 0 && !home_nodes.contains(&(node as usize)))
+                .map(|(p, _)| *p)
+                .collect();
+            if off.is_empty() {
+                continue;
+            }
+            let want = off.len() as u64 * PAGE;
+            let granted = rate.take(now_ns(), want);
+            let take = (granted / PAGE) as usize;
+            if take < off.len() {
+                *out.refused_pages.entry(Refusal::Rate).or_default() += (off.len() - take) as u64;
+            }
+            if take == 0 {
+                rate.give_back(granted);
+                return Ok(out);
+            }
+            let nodes = vec![target as libc::c_int; take];
+            out.calls += 1;
+            let status = match move_pages(pid, &off[..take], Some(&nodes)) {
+                Ok(s) => s,
+                Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+                    rate.give_back(granted);
+                    *out.refused_pages
+                        .entry(Refusal::SharedOrCpuset)
+                        .or_default() += take as u64;
+                    continue;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                    rate.give_back(granted);
+                    return Ok(out);
+                }
+                Err(e) => {
+                    rate.give_back(granted);
+                    return Err(e);
+                }
+            };
+            let mut moved = 0u64;
+            for s in status {
+                let why = match s {
+                    s if s == target as libc::c_int => {
+                        moved += 1;
+                        continue;
+                    }
+                    s if s >= 0 => continue,
+                    s if -s == libc::EACCES => Refusal::SharedOrCpuset,
+                    s if -s == libc::EBUSY => Refusal::Busy,
+                    s if -s == libc::ENOMEM => Refusal::NoMemory,
+                    _ => continue,
+                };
+                *out.refused_pages.entry(why).or_default() += 1;
+            }
+            out.moved_bytes += moved * PAGE;
+            rate.give_back(granted - moved * PAGE);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_by_start_from_maps() {
+        let e = ends(
+            "55d0c1a4f000-55d0c1a50000 r--p 00000000 08:01 1 /usr/bin/x\n\
+             7f2c3a000000-7f2c44000000 rw-p 00000000 00:00 0\n",
+        );
+        assert_eq!(e[&0x7f2c3a000000], 0x7f2c44000000);
+        assert_eq!(e.len(), 2);
+    }
+
+    /// This process's own anonymous memory, touched here, moved to the
+    /// node it is already on: nothing lies away, nothing is moved, and no
+    /// call fails (a single-node host runs this as well as a NUMA one).
+    #[test]
+    fn own_memory_already_home_is_left() {
+        let buf = vec![1u8; 8 << 20];
+        let mut rate = Rate::new(u64::MAX / 4);
+        let all: Vec<usize> = (0..64).collect();
+        let out = move_process(std::process::id() as i32, &all, 0, &mut rate, || 0, &|| {
+            false
+        })
+        .unwrap();
+        assert_eq!(out.moved_bytes, 0);
+        assert!(out.refused_pages.is_empty(), "{out:?}");
+        drop(buf);
+    }
+}
+
+/// A tenant's pages to bring home: its processes, its home's nodes and the
+/// node to move to (memory_follow::decide), and at most how many bytes.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub label: String,
+    pub pids: Vec<i32>,
+    pub home_nodes: Vec<usize>,
+    pub target: usize,
+    pub max_bytes: u64,
+    /// Set when the tenant's home changed or went: the job ends before its
+    /// next batch.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// The moves off the control plane's loop, on a thread of their own that
+/// holds the host-wide rate: a job of hundreds of MB takes seconds under
+/// the rate, and the loop's work must not wait for it. Jobs are done one
+/// at a time, in the order given; a job's processes that are gone by then
+/// are skipped.
+pub struct Mover {
+    stop: Arc<AtomicBool>,
+    jobs: Option<mpsc::Sender<Job>>,
+    done: mpsc::Receiver<(String, Outcome)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    queued: usize,
+    /// The most bytes moved in any one second so far.
+    peak: Arc<AtomicU64>,
+}
+
+impl Mover {
+    pub fn spawn(bytes_per_s: u64) -> io::Result<Mover> {
+        let (jobs, todo) = mpsc::channel::<Job>();
+        let (out, done) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(0));
+        let (stopping, peak_seen) = (stop.clone(), peak.clone());
+        let thread = std::thread::Builder::new()
+            .name("softpart-memory".into())
+            .spawn(move || {
+                let start = std::time::Instant::now();
+                let now = || start.elapsed().as_nanos() as u64;
+                let mut rate = Rate::new(bytes_per_s);
+                while let Ok(job) = todo.recv() {
+                    let cpu0 = crate::traffic::thread_cpu_ns();
+                    let mut total = Outcome::default();
+                    let stopped =
+                        || stopping.load(Ordering::Relaxed) || job.cancel.load(Ordering::Relaxed);
+                    for &pid in &job.pids {
+                        if total.moved_bytes >= job.max_bytes || stopped() {
+                            break;
+                        }
+                        match move_process(
+                            pid,
+                            &job.home_nodes,
+                            job.target,
+                            &mut rate,
+                            now,
+                            &stopped,
+                        ) {
+                            Ok(o) => {
+                                total.moved_bytes += o.moved_bytes;
+                                total.calls += o.calls;
+                                for (k, v) in o.refused_pages {
+                                    *total.refused_pages.entry(k).or_default() += v;
+                                }
+                            }
+                            Err(e)
+                                if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) =>
+                            {
+                                total.denied += 1;
+                            }
+                            // Gone, or nothing there to read.
+                            Err(_) => {}
+                        }
+                        peak_seen.fetch_max(rate.used(now()), Ordering::Relaxed);
+                    }
+                    if total.denied > 0 && total.moved_bytes < job.max_bytes {
+                        *total
+                            .refused_pages
+                            .entry(Refusal::NotPermitted)
+                            .or_default() += (job.max_bytes - total.moved_bytes) / PAGE;
+                    }
+                    total.cpu_ns = crate::traffic::thread_cpu_ns().saturating_sub(cpu0);
+                    if out.send((job.label, total)).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Mover {
+            stop,
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            queued: 0,
+            peak,
+        })
+    }
+
+    /// The most bytes moved within one second so far (at most the rate).
+    pub fn peak_bytes_per_s(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    /// Jobs handed over and not yet done.
+    #[cfg(test)]
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    pub fn submit(&mut self, job: Job) -> bool {
+        let sent = self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        self.queued += usize::from(sent);
+        sent
+    }
+
+    /// The jobs done since the last call, with what each did.
+    pub fn take(&mut self) -> Vec<(String, Outcome)> {
+        let done: Vec<_> = self.done.try_iter().collect();
+        self.queued -= done.len().min(self.queued);
+        done
+    }
+}
+
+impl Drop for Mover {
+    /// Ends the thread within one batch: the job in hand stops before its
+    /// next move_pages call. A page is either moved or not, so nothing is
+    /// left half-done; what was not moved is moved by the next start.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod mover_thread_tests {
+    use super::*;
+
+    #[test]
+    fn a_job_comes_back_with_what_it_did() {
+        let buf = vec![1u8; 4 << 20];
+        let mut m = Mover::spawn(1 << 30).unwrap();
+        assert!(m.submit(Job {
+            label: "self".into(),
+            pids: vec![std::process::id() as i32, i32::MAX],
+            home_nodes: (0..64).collect(),
+            target: 0,
+            max_bytes: u64::MAX,
+            cancel: Arc::new(AtomicBool::new(false)),
+        }));
+        assert_eq!(m.queued(), 1);
+        let mut done = Vec::new();
+        for _ in 0..500 {
+            done = m.take();
+            if !done.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(done.len(), 1, "the job came back");
+        assert_eq!(done[0].0, "self");
+        assert_eq!(done[0].1.moved_bytes, 0, "all of it was home already");
+        assert_eq!(m.queued(), 0);
+        drop(buf);
+    }
+
+    /// A cancelled job makes no call at all.
+    #[test]
+    fn a_cancelled_job_does_nothing() {
+        let mut m = Mover::spawn(1 << 30).unwrap();
+        m.submit(Job {
+            label: "gone".into(),
+            pids: vec![std::process::id() as i32],
+            home_nodes: vec![63],
+            target: 63,
+            max_bytes: u64::MAX,
+            cancel: Arc::new(AtomicBool::new(true)),
+        });
+        let mut done = Vec::new();
+        for _ in 0..500 {
+            done = m.take();
+            if !done.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].1.calls, 0);
+    }
+}
