@@ -9,7 +9,7 @@ QEMU_MIN_MAJOR=10
 # What building the binaries needs (a host build: `make host-build`), and
 # what the guest experiments add.
 BUILD_APT_PACKAGES="libelf-dev zlib1g-dev pkg-config"
-GUEST_APT_PACKAGES="busybox-static cpio debootstrap rt-tests stress-ng sysbench redis-server redis-tools"
+GUEST_APT_PACKAGES="busybox-static cpio debootstrap rt-tests stress-ng sysbench redis-server redis-tools numactl"
 # An upstream sched_ext scheduler as a reference policy (`make
 # upstream-baseline`): the scx release of scx_utils / scx_stats above.
 SCX_BPFLAND_VERSION=1.1.4

@@ -23,6 +23,7 @@ pub const WORKLOADS: &[&str] = &[
     "redis-server",
     "redis-benchmark",
     "chrt",
+    "numactl",
 ];
 
 pub struct Kernel {

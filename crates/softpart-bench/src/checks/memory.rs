@@ -7,7 +7,7 @@ use softpart_core::memstat;
 use softpart_core::topo::GuestTopo;
 
 pub(super) const TESTS: &[(&str, Check)] = &[(
-    "numa_balancing_scans_nothing_under_sched_ext",
+    "memory_follows_its_home_where_numa_balancing_stops",
     numa_balancing_stops,
 )];
 
@@ -51,15 +51,28 @@ fn placement(run: &RunResult, g: &str, topo: &GuestTopo) -> Result<String> {
     ))
 }
 
+/// The group's share of its memory on node 0 (the home), from the
+/// memory.numa_stat read at the window's end.
+fn on_home(run: &RunResult, g: &str) -> Result<f64> {
+    let m = group(run, g)?
+        .memory
+        .as_ref()
+        .context("no memory.numa_stat: the memory controller is off")?;
+    memstat::share_on(&m.resident_per_node, &[0]).with_context(|| format!("{g}: no memory"))
+}
+
 /// Only the fair class's tick starts a task's NUMA scan: a memory-bound
-/// tenant takes hint faults under eevdf and none under scx_softpart
-/// (numa-balancing.toml).
+/// tenant takes hint faults under eevdf and none under scx_softpart, whose
+/// memory then stays where it was first touched with memory following
+/// the home turned off, and follows the home with it on; a process that
+/// bound its memory with numactl keeps it there (numa-balancing.toml).
 fn numa_balancing_stops(r: &Results) -> Result<String> {
+    const OFF: &str = "softpart:--no-memory-follow";
     let topo = scenario("numa-balancing")?.topo()?;
     let ev = r.run_of("numa-balancing", "eevdf")?;
-    let sp = r.run_of("numa-balancing", "softpart")?;
+    let off = r.run_of("numa-balancing", OFF)?;
+    let on = r.run_of("numa-balancing", "softpart")?;
     let ((ev_pte, ev_faults), whose) = numa_events(ev, "mem")?;
-    let ((sp_pte, sp_faults), _) = numa_events(sp, "mem")?;
     // Under eevdf the scan marks the tenant's memory (160 MB: about 41,000
     // pages a pass) a second of CPU time after its start and again at a
     // period that grows while its accesses stay local; each marked huge
@@ -72,16 +85,83 @@ fn numa_balancing_stops(r: &Results) -> Result<String> {
              balancing did not scan the tenant, so this guest cannot show what sched_ext stops"
         );
     }
-    if sp_pte * 10 > ev_pte || sp_faults * 10 > ev_faults {
+    for (name, run) in [
+        ("scx_softpart with memory follow off", off),
+        ("scx_softpart", on),
+    ] {
+        let ((pte, faults), _) = numa_events(run, "mem")?;
+        if pte * 10 > ev_pte || faults * 10 > ev_faults {
+            bail!(
+                "{name}: {pte} pages marked and {faults} NUMA hint faults ({whose}) \
+                 against eevdf's {ev_pte} and {ev_faults}: a scan ran under sched_ext"
+            );
+        }
+    }
+    // Off, nothing moves the tenant's memory: it stays on node 1, where
+    // it was touched (a tenth on node 0 is what it allocates at home).
+    let off_home = on_home(off, "mem")?;
+    if off_home > 0.1 {
         bail!(
-            "scx_softpart: {sp_pte} pages marked and {sp_faults} NUMA hint faults ({whose}) \
-             against eevdf's {ev_pte} and {ev_faults}: a scan ran under sched_ext"
+            "scx_softpart with memory follow off: {:.0}% of the tenant's memory on its home \
+             node: something moved it",
+            100.0 * off_home
         );
     }
+    // On, it follows the tenant home within the window: 160 MB at a rate
+    // of 64 MB/s takes 2.5 s, under TCG about 10 (a page copy is slow),
+    // and the window ends 12 s after the tenant may run at home.
+    let mem_home = on_home(on, "mem")?;
+    let bound_home = on_home(on, "bound")?;
+    let (_, code, out) = probe_of(on, "softpart stat --json")?;
+    if *code != 0 {
+        bail!("softpart stat --json: exit {code}: {out}");
+    }
+    let v: softpart_core::control::StatView = serde_json::from_str(out)
+        .with_context(|| format!("parsing softpart stat --json: {out}"))?;
+    let m = &v.memory;
+    let tenant = |label: &str| {
+        m.tenants
+            .iter()
+            .find(|t| t.label == label)
+            .with_context(|| format!("no memory line for {label} in softpart stat: {m:?}"))
+    };
+    let (mem, bound) = (tenant("/bench/mem")?, tenant("/bench/bound")?);
+    if mem_home < 0.9 {
+        bail!(
+            "scx_softpart: {:.0}% of the tenant's memory on its home node at the window's end \
+             (90% wanted); it moved {} MB at a peak of {:.1} MB/s",
+            100.0 * mem_home,
+            mem.moved_bytes >> 20,
+            m.peak_bytes_per_s as f64 / 1048576.0
+        );
+    }
+    if m.peak_bytes_per_s > m.rate_bytes_per_s {
+        bail!(
+            "scx_softpart: {} bytes moved within one second, past the rate of {}",
+            m.peak_bytes_per_s,
+            m.rate_bytes_per_s
+        );
+    }
+    let policy_refused = bound.refused_bytes.get("user_policy").copied().unwrap_or(0);
+    if bound_home > 0.05 || bound.moved_bytes > 0 || policy_refused == 0 {
+        bail!(
+            "scx_softpart: the numactl --membind=1 process has {:.0}% of its memory on node 0, \
+             {} bytes moved, {policy_refused} refused for its policy: its policy was not kept",
+            100.0 * bound_home,
+            bound.moved_bytes
+        );
+    }
+    let gb = m.moved_bytes as f64 / (1u64 << 30) as f64;
     Ok(format!(
-        "NUMA balancing ({whose}): eevdf marked {ev_pte} pages and took {ev_faults} hint faults, \
-         scx_softpart {sp_pte} and {sp_faults}; eevdf: {}; scx_softpart: {}",
+        "NUMA balancing ({whose}): eevdf marked {ev_pte} pages and took {ev_faults} hint faults; \
+         eevdf: {}; memory follow off: {}; on: {}, {} MB moved at a peak of {:.1} MB/s, \
+         {:.1} CPU-s per GB moved; the membind process kept {:.0}% on node 1",
         placement(ev, "mem", &topo)?,
-        placement(sp, "mem", &topo)?
+        placement(off, "mem", &topo)?,
+        placement(on, "mem", &topo)?,
+        m.moved_bytes >> 20,
+        m.peak_bytes_per_s as f64 / 1048576.0,
+        if gb > 0.0 { m.mover_cpu_s / gb } else { 0.0 },
+        100.0 * (1.0 - bound_home)
     ))
 }
