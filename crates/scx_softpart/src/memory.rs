@@ -118,9 +118,14 @@ fn pids_below(cg: &Path, out: &mut Vec<i32>) {
     }
 }
 
-/// The process of a "pid N" home.
-fn pid_of(label: &str) -> Option<i32> {
-    label.strip_prefix("pid ")?.parse().ok()
+/// The processes of a "pid N,M,..." home (threads given a home together;
+/// a thread's id reads its process's memory).
+fn pids_of(label: &str) -> Option<Vec<i32>> {
+    label
+        .strip_prefix("pid ")?
+        .split(',')
+        .map(|p| p.trim().parse().ok())
+        .collect()
 }
 
 fn cgroup_dir(label: &str) -> PathBuf {
@@ -132,18 +137,24 @@ fn cgroup_dir(label: &str) -> PathBuf {
 /// (numa_maps). None where neither can be read (a cgroup without the
 /// memory controller, a process gone).
 fn resident(label: &str) -> Option<Vec<u64>> {
-    if let Some(pid) = pid_of(label) {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/numa_maps")).ok()?;
+    if let Some(pids) = pids_of(label) {
         let mut per_node: Vec<u64> = Vec::new();
-        for m in numa_maps::parse(&text).iter().filter(|m| !m.file) {
-            for (n, b) in m.bytes_per_node().into_iter().enumerate() {
-                if per_node.len() <= n {
-                    per_node.resize(n + 1, 0);
+        let mut read = false;
+        for pid in pids {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/numa_maps")) else {
+                continue;
+            };
+            read = true;
+            for m in numa_maps::parse(&text).iter().filter(|m| !m.file) {
+                for (n, b) in m.bytes_per_node().into_iter().enumerate() {
+                    if per_node.len() <= n {
+                        per_node.resize(n + 1, 0);
+                    }
+                    per_node[n] += b;
                 }
-                per_node[n] += b;
             }
         }
-        return Some(per_node);
+        return read.then_some(per_node);
     }
     let text = std::fs::read_to_string(cgroup_dir(label).join("memory.numa_stat")).ok()?;
     Some(memstat::resident_per_node(&memstat::parse_numa_stat(&text)))
@@ -278,11 +289,11 @@ impl MemoryPass {
                     if bytes < t.away_bytes {
                         *t.refused_bytes.entry("reserve").or_default() += t.away_bytes - bytes;
                     }
-                    let mut pids = Vec::new();
-                    match pid_of(&h.label) {
-                        Some(pid) => pids.push(pid),
-                        None => pids_below(&cgroup_dir(&h.label), &mut pids),
-                    }
+                    let pids = pids_of(&h.label).unwrap_or_else(|| {
+                        let mut pids = Vec::new();
+                        pids_below(&cgroup_dir(&h.label), &mut pids);
+                        pids
+                    });
                     let cancel = Arc::new(AtomicBool::new(false));
                     if mover.submit(Job {
                         label: h.label.clone(),
@@ -364,5 +375,55 @@ impl MemoryPass {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_homes_label_names_its_processes() {
+        assert_eq!(pids_of("pid 12"), Some(vec![12]));
+        assert_eq!(pids_of("pid 12,13"), Some(vec![12, 13]));
+        assert_eq!(pids_of("/bench/mem"), None);
+        assert_eq!(pids_of("pid x"), None);
+    }
+
+    /// Off, the pass starts no thread and reads nothing.
+    #[test]
+    fn off_means_no_thread_and_no_reads() {
+        let off = MemoryPass::new(config::Memory {
+            follow: false,
+            ..Default::default()
+        });
+        assert!(!off.on());
+        assert_eq!(off.view().tenants.len(), 0);
+        assert!(MemoryPass::new(config::Memory::default()).on());
+    }
+
+    /// A home looked at is not looked at again before its next time; a
+    /// home gone is forgotten.
+    #[test]
+    fn homes_are_read_when_due_and_forgotten_when_gone() {
+        let mut p = MemoryPass::new(config::Memory::default());
+        let now = Instant::now();
+        let me = format!("pid {}", std::process::id());
+        let home = HomeIn {
+            label: me.clone(),
+            nodes: (0..64).collect(),
+            run_home_ns: 1_000_000,
+            run_away_ns: 0,
+        };
+        assert!(p.due(&me, now));
+        p.pass(std::slice::from_ref(&home), 1, now);
+        let v = p.view();
+        assert_eq!(v.tenants.len(), 1);
+        assert_eq!(v.tenants[0].away_bytes, 0, "{v:?}");
+        assert_eq!(v.tenants[0].waiting.as_deref(), Some("nothing_away"));
+        assert!(!p.due(&me, now + std::time::Duration::from_secs(1)));
+        assert!(p.due(&me, now + std::time::Duration::from_secs(10)));
+        p.forget_others(&[]);
+        assert_eq!(p.view().tenants.len(), 0);
     }
 }
