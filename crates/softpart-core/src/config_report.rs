@@ -149,6 +149,21 @@ pub fn text(file: &str, checked: &Checked, extra: &[Finding], live: Option<&Live
     if let Some(p) = &cfg.partitions {
         let _ = writeln!(out, "  partitions  {p}");
     }
+    let m = &cfg.memory;
+    if m.follow {
+        let reserve = m
+            .reserve_bytes
+            .map_or("1/64 of each node".to_string(), |r| {
+                format!("{} MB a node", r >> 20)
+            });
+        let _ = writeln!(
+            out,
+            "  memory  follows the homes, at most {} MB/s, reserve {reserve}",
+            m.rate_bytes_per_s >> 20
+        );
+    } else {
+        let _ = writeln!(out, "  memory  stays where it is (follow = false)");
+    }
     out
 }
 
@@ -269,6 +284,16 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("live: /m.slice/vm2.scope"), "{t}");
+        assert!(
+            t.contains("  memory  follows the homes, at most 64 MB/s, reserve 1/64 of each node\n"),
+            "{t}"
+        );
+        let off = check("[memory]\nfollow = false\n", &l);
+        let t = text("g", &off, &[], None);
+        assert!(
+            t.contains("  memory  stays where it is (follow = false)\n"),
+            "{t}"
+        );
         let r = report("f", &c, &extra, Some(&live));
         assert!(r.ok && r.warnings.len() == 1 && r.rules.len() == 3);
         assert_eq!(
