@@ -227,9 +227,11 @@ impl MemoryPass {
     /// at most one move handed to the mover while none is in hand.
     pub fn pass(&mut self, homes: &[HomeIn], nr_nodes: usize, now: Instant) {
         let done = self.mover.as_mut().map(|m| m.take()).unwrap_or_default();
-        for (label, o) in done {
+        for (label, o, ended) in done {
             self.note(&label, o);
-            self.in_hand = None;
+            if ended {
+                self.in_hand = None;
+            }
         }
         // A move whose home now lies on other nodes ends at its next batch.
         if let Some((label, nodes, cancel)) = &self.in_hand

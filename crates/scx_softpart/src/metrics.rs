@@ -316,7 +316,7 @@ pub const FAMILIES: &[Family] = &[
     with(
         fam(
             "softpart_memory_refused_bytes",
-            "bytes a pass meant to move and did not, by cause: reserve, rate, user_policy, shared, pinned, no_memory",
+            "bytes a pass meant to move and did not, by cause: reserve, rate, user_policy, shared, busy, no_memory, not_permitted",
             Counter,
         ),
         &["group", "cause"],

@@ -26,7 +26,8 @@ pub enum Refusal {
     /// Mapped by more than one process (EACCES from move_pages on a page,
     /// or the whole call refused for the cpuset).
     SharedOrCpuset,
-    /// Pinned or under I/O (EBUSY): it fails every time while pinned.
+    /// Pinned (for DMA: it fails every time while pinned) or in use at
+    /// that moment (EBUSY).
     Busy,
     /// The target node had no memory for it (ENOMEM).
     NoMemory,
@@ -43,7 +44,7 @@ impl Refusal {
         match self {
             Refusal::UserPolicy => "user_policy",
             Refusal::SharedOrCpuset => "shared",
-            Refusal::Busy => "pinned",
+            Refusal::Busy => "busy",
             Refusal::NoMemory => "no_memory",
             Refusal::Rate => "rate",
             Refusal::NotPermitted => "not_permitted",
@@ -60,8 +61,6 @@ pub struct Outcome {
     pub calls: u64,
     /// The mover's CPU time for it.
     pub cpu_ns: u64,
-    /// Processes it was not permitted to read or move.
-    pub denied: u64,
 }
 
 /// The nodes of `pages` (move_pages with no target: where each page is,
@@ -297,7 +296,9 @@ pub struct Job {
 pub struct Mover {
     stop: Arc<AtomicBool>,
     jobs: Option<mpsc::Sender<Job>>,
-    done: mpsc::Receiver<(String, Outcome)>,
+    /// What each process of a job did, as it is done; `true` with the
+    /// job's end.
+    done: mpsc::Receiver<(String, Outcome, bool)>,
     thread: Option<std::thread::JoinHandle<()>>,
     queued: usize,
     /// The most bytes moved in any one second so far.
@@ -318,15 +319,15 @@ impl Mover {
                 let now = || start.elapsed().as_nanos() as u64;
                 let mut rate = Rate::new(bytes_per_s);
                 while let Ok(job) = todo.recv() {
-                    let cpu0 = crate::traffic::thread_cpu_ns();
-                    let mut total = Outcome::default();
                     let stopped =
                         || stopping.load(Ordering::Relaxed) || job.cancel.load(Ordering::Relaxed);
+                    let (mut moved, mut denied) = (0u64, false);
                     for &pid in &job.pids {
-                        if total.moved_bytes >= job.max_bytes || stopped() {
+                        if moved >= job.max_bytes || stopped() {
                             break;
                         }
-                        match move_process(
+                        let cpu0 = crate::traffic::thread_cpu_ns();
+                        let mut o = match move_process(
                             pid,
                             &job.home_nodes,
                             job.target,
@@ -334,31 +335,29 @@ impl Mover {
                             now,
                             &stopped,
                         ) {
-                            Ok(o) => {
-                                total.moved_bytes += o.moved_bytes;
-                                total.calls += o.calls;
-                                for (k, v) in o.refused_pages {
-                                    *total.refused_pages.entry(k).or_default() += v;
-                                }
-                            }
+                            Ok(o) => o,
                             Err(e)
                                 if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) =>
                             {
-                                total.denied += 1;
+                                denied = true;
+                                Outcome::default()
                             }
                             // Gone, or nothing there to read.
-                            Err(_) => {}
-                        }
+                            Err(_) => Outcome::default(),
+                        };
+                        o.cpu_ns = crate::traffic::thread_cpu_ns().saturating_sub(cpu0);
+                        moved += o.moved_bytes;
                         peak_seen.fetch_max(rate.used(now()), Ordering::Relaxed);
+                        if out.send((job.label.clone(), o, false)).is_err() {
+                            return;
+                        }
                     }
-                    if total.denied > 0 && total.moved_bytes < job.max_bytes {
-                        *total
-                            .refused_pages
-                            .entry(Refusal::NotPermitted)
-                            .or_default() += (job.max_bytes - total.moved_bytes) / PAGE;
+                    let mut last = Outcome::default();
+                    if denied && moved < job.max_bytes {
+                        last.refused_pages
+                            .insert(Refusal::NotPermitted, (job.max_bytes - moved) / PAGE);
                     }
-                    total.cpu_ns = crate::traffic::thread_cpu_ns().saturating_sub(cpu0);
-                    if out.send((job.label, total)).is_err() {
+                    if out.send((job.label, last, true)).is_err() {
                         return;
                     }
                 }
@@ -390,10 +389,12 @@ impl Mover {
         sent
     }
 
-    /// The jobs done since the last call, with what each did.
-    pub fn take(&mut self) -> Vec<(String, Outcome)> {
+    /// What the jobs did since the last call, a process at a time; `true`
+    /// marks a job's end.
+    pub fn take(&mut self) -> Vec<(String, Outcome, bool)> {
         let done: Vec<_> = self.done.try_iter().collect();
-        self.queued -= done.len().min(self.queued);
+        let ended = done.iter().filter(|d| d.2).count();
+        self.queued -= ended.min(self.queued);
         done
     }
 }
@@ -415,8 +416,21 @@ impl Drop for Mover {
 mod mover_thread_tests {
     use super::*;
 
+    /// Everything the mover said until a job's end.
+    fn until_end(m: &mut Mover) -> Vec<(String, Outcome, bool)> {
+        let mut all = Vec::new();
+        for _ in 0..500 {
+            all.extend(m.take());
+            if all.last().is_some_and(|d| d.2) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        all
+    }
+
     #[test]
-    fn a_job_comes_back_with_what_it_did() {
+    fn a_job_comes_back_a_process_at_a_time() {
         let buf = vec![1u8; 4 << 20];
         let mut m = Mover::spawn(1 << 30).unwrap();
         assert!(m.submit(Job {
@@ -428,17 +442,15 @@ mod mover_thread_tests {
             cancel: Arc::new(AtomicBool::new(false)),
         }));
         assert_eq!(m.queued(), 1);
-        let mut done = Vec::new();
-        for _ in 0..500 {
-            done = m.take();
-            if !done.is_empty() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert_eq!(done.len(), 1, "the job came back");
-        assert_eq!(done[0].0, "self");
-        assert_eq!(done[0].1.moved_bytes, 0, "all of it was home already");
+        let done = until_end(&mut m);
+        // One line per process (the second is gone), then the end.
+        assert_eq!(done.len(), 3, "{done:?}");
+        assert!(done.iter().all(|d| d.0 == "self"));
+        assert!(
+            done.iter().all(|d| d.1.moved_bytes == 0),
+            "all of it was home already"
+        );
+        assert_eq!(done.iter().filter(|d| d.2).count(), 1);
         assert_eq!(m.queued(), 0);
         drop(buf);
     }
@@ -455,15 +467,9 @@ mod mover_thread_tests {
             max_bytes: u64::MAX,
             cancel: Arc::new(AtomicBool::new(true)),
         });
-        let mut done = Vec::new();
-        for _ in 0..500 {
-            done = m.take();
-            if !done.is_empty() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert_eq!(done.len(), 1);
+        let done = until_end(&mut m);
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert!(done[0].2);
         assert_eq!(done[0].1.calls, 0);
     }
 }

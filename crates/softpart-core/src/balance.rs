@@ -325,6 +325,35 @@ pub struct Decision {
 /// the states in between are no worse than they must be: moving the
 /// largest first had put the doubled group in with two others.
 pub fn step(parts: &[Part], groups: &[Group], hysteresis: f64) -> Decision {
+    step_with_memory(parts, groups, &[], hysteresis)
+}
+
+/// A group's memory share in partition `p` (0 where unknown).
+fn share(memory: &[Vec<f64>], g: usize, p: usize) -> f64 {
+    memory.get(g).and_then(|m| m.get(p)).copied().unwrap_or(0.0)
+}
+
+/// `step`, weighing where each group's memory is: `memory[g][p]` is the
+/// share of group `g`'s memory on partition `p`'s nodes (an empty or
+/// missing row: not known, weighs nothing).
+///
+/// - A new group goes where its memory is when that costs no more
+///   imbalance than a plan may (half the hysteresis): of the partitions
+///   within that margin, the one holding most of its memory, if that is at
+///   least half of it. Its load decides first; among near-equal places,
+///   its memory does.
+/// - A move asks, on top of its gain, the hysteresis again times the share
+///   of the group's memory it would leave behind (what lies in the
+///   partition it leaves): a group with all its memory where it is needs
+///   twice the gain to move, since its memory then has to follow it
+///   (bytes moved at a bounded rate, remote accesses meanwhile). Only
+///   stricter than without memory, so groups still cannot cycle.
+pub fn step_with_memory(
+    parts: &[Part],
+    groups: &[Group],
+    memory: &[Vec<f64>],
+    hysteresis: f64,
+) -> Decision {
     let mut d = Decision {
         placed: vec![],
         moved: None,
@@ -350,7 +379,26 @@ pub fn step(parts: &[Part], groups: &[Group], hysteresis: f64) -> Decision {
         }
     }
     let fresh_groups: Vec<Group> = fresh.iter().map(|&g| groups[g]).collect();
-    let fresh_want = target(&around, &fresh_groups);
+    let mut fresh_want = target(&around, &fresh_groups);
+    if !memory.is_empty() && !fresh.is_empty() {
+        let base = imbalance(&around, &fresh_groups, &fresh_want);
+        let room = base + hysteresis / 2.0 * base.max(1.0);
+        for (i, &g) in fresh.iter().enumerate() {
+            let here = fresh_want[i];
+            let loads = part_loads(&around, &fresh_groups, &fresh_want);
+            let better = (0..parts.len())
+                .filter(|&p| {
+                    share(memory, g, p) >= 0.5 && share(memory, g, p) > share(memory, g, here)
+                })
+                .filter(|&p| {
+                    imbalance_moved(&around, &loads, fresh_groups[i].load, here, p) <= room + EPS
+                })
+                .max_by(|&a, &b| share(memory, g, a).total_cmp(&share(memory, g, b)));
+            if let Some(p) = better {
+                fresh_want[i] = p;
+            }
+        }
+    }
     let mut now: Vec<usize> = groups.iter().map(|g| home_of(g).unwrap_or(0)).collect();
     for (i, &g) in fresh.iter().enumerate() {
         d.placed.push((g, fresh_want[i]));
@@ -399,7 +447,11 @@ pub fn step(parts: &[Part], groups: &[Group], hysteresis: f64) -> Decision {
                 .total_cmp(&after(b))
                 .then(groups[b].load.total_cmp(&groups[a].load))
         })
-        .map(|g| (g, now[g], plan[g]));
+        .map(|g| (g, now[g], plan[g]))
+        // The memory it would leave behind raises the gain it must bring.
+        .filter(|&(g, from, _)| {
+            cur - best > hysteresis * (cur.max(1.0) + further_moves + share(memory, g, from))
+        });
     d
 }
 
@@ -553,6 +605,70 @@ mod tests {
             }
             if i == n {
                 return best;
+            }
+        }
+    }
+
+    /// At equal load a new group goes where its memory is; where that
+    /// partition is busier than the margin allows, its load decides.
+    #[test]
+    fn a_new_group_goes_where_its_memory_is_at_similar_load() {
+        let p = parts(2, 4.0);
+        let g = unplaced(&[2.0]);
+        assert_eq!(step(&p, &g, 0.1).placed, vec![(0, 0)]);
+        let on_1 = vec![vec![0.1, 0.9]];
+        assert_eq!(step_with_memory(&p, &g, &on_1, 0.1).placed, vec![(0, 1)]);
+        // Partition 1 busy: its memory does not outweigh the load.
+        let mut busy = parts(2, 4.0);
+        busy[1].background = 2.0;
+        assert_eq!(step_with_memory(&busy, &g, &on_1, 0.1).placed, vec![(0, 0)]);
+        // Memory spread (no node holds half): the load's choice stands.
+        let spread = vec![vec![0.4, 0.45]];
+        assert_eq!(step_with_memory(&p, &g, &spread, 0.1).placed, vec![(0, 0)]);
+    }
+
+    /// A move whose gain passes the hysteresis but not with the memory
+    /// it leaves behind waits when all the group's memory is where it is,
+    /// and goes when none is.
+    #[test]
+    fn memory_left_behind_raises_the_gain_a_move_needs() {
+        // 5.5 CPUs on partition 0 of 4 (relative 1.375), nothing on 1: the
+        // 2.5 group's move brings it to 0.75, a gain of 0.625, past 0.3 x
+        // 1.375 (0.41) and short of 0.3 x (1.375 + 1) (0.71).
+        let mut bg = parts(2, 4.0);
+        bg[0].background = 1.5;
+        let g = homed(&[(2.5, 0), (1.5, 0)]);
+        let free = step(&bg, &g, 0.3);
+        assert_eq!(free.moved, Some((0, 0, 1)), "{free:?}");
+        let mut mem = vec![vec![]; 2];
+        mem[0] = vec![0.0, 1.0];
+        assert_eq!(step_with_memory(&bg, &g, &mem, 0.3).moved, free.moved);
+        mem[0] = vec![1.0, 0.0];
+        assert_eq!(step_with_memory(&bg, &g, &mem, 0.3).moved, None);
+    }
+
+    proptest! {
+        /// Memory only holds moves back: among placed groups a move made
+        /// with it is the one made without it; new groups land on real
+        /// partitions (where they land may differ, and so the moves after).
+        #[test]
+        fn memory_never_adds_a_move(
+            caps in prop::collection::vec(1.0f64..8.0, 2..4),
+            groups in prop::collection::vec((0.1f64..4.0, prop::option::of(0usize..4)), 1..6),
+            shares in prop::collection::vec(prop::collection::vec(0.0f64..1.0, 4), 6),
+        ) {
+            let parts: Vec<Part> = caps.iter().map(|&c| Part { capacity: c, background: 0.0 }).collect();
+            let groups: Vec<Group> = groups
+                .iter()
+                .map(|&(load, h)| Group { load, home: h.map(|h| h % parts.len()) })
+                .collect();
+            let with = step_with_memory(&parts, &groups, &shares, 0.1);
+            let without = step(&parts, &groups, 0.1);
+            if with.moved.is_some() && groups.iter().all(|g| g.home.is_some()) {
+                prop_assert_eq!(with.moved, without.moved);
+            }
+            for &(_, p) in &with.placed {
+                prop_assert!(p < parts.len());
             }
         }
     }

@@ -174,7 +174,8 @@ pub struct MemoryTenantView {
     /// Bytes a pass meant to move and did not, by cause: "reserve" (the
     /// home node's free memory), "rate", "user_policy" (a memory policy
     /// the process set), "shared" (mapped by another process, or outside
-    /// its cpuset), "pinned", "no_memory"; summed over passes.
+    /// its cpuset), "busy" (pinned, or in use at that moment), "no_memory",
+    /// "not_permitted"; summed over passes.
     pub refused_bytes: BTreeMap<String, u64>,
     pub last_move_s_ago: Option<f64>,
     /// Why nothing moves now: "not_at_home" (under 80% of its CPU time at
