@@ -59,6 +59,10 @@ pub struct Balanced {
     steady: bool,
     pub moves: u64,
     pub last_move: Option<Instant>,
+    /// The share of its memory on each partition's nodes, and when it was
+    /// read (empty: not known).
+    pub memory: Vec<f64>,
+    pub memory_at: Option<Instant>,
     /// Counters at the last period: total run time, wait, and run time
     /// per partition.
     last_total: u64,
@@ -74,12 +78,14 @@ pub struct Job {
     pub ids: Vec<u64>,
     parts: Vec<Part>,
     groups: Vec<Group>,
+    /// Each group's memory share per partition (balance::step_with_memory).
+    memory: Vec<Vec<f64>>,
     hysteresis: f64,
 }
 
 impl Job {
     pub fn decide(&self) -> balance::Decision {
-        balance::step(&self.parts, &self.groups, self.hysteresis)
+        balance::step_with_memory(&self.parts, &self.groups, &self.memory, self.hysteresis)
     }
 }
 
@@ -172,6 +178,8 @@ impl Balanced {
             steady: false,
             moves: 0,
             last_move: None,
+            memory: Vec::new(),
+            memory_at: None,
             last_total: 0,
             last_wait: 0,
             last_part: vec![0; nparts],
@@ -351,10 +359,15 @@ impl Balancer {
             .collect();
         self.relative_demand = overfull::relative_demand(&parts, &groups);
         self.overfull = overfull::overfull_flags(&self.relative_demand, &self.overfull);
+        let memory = ids
+            .iter()
+            .map(|id| self.groups[id].memory.clone())
+            .collect();
         Job {
             ids,
             parts,
             groups,
+            memory,
             hysteresis: self.hysteresis,
         }
     }

@@ -789,6 +789,40 @@ impl<'a> Scheduler<'a> {
         })
     }
 
+    /// Where each balanced group's memory is, per partition, from its
+    /// memory.numa_stat: at once for a group not placed yet, else every
+    /// 10 s (memory moves at a bounded rate; a read per group per period
+    /// would be thousands of reads a second on a container host).
+    fn read_balanced_memory(&mut self, now: std::time::Instant) {
+        const EVERY: Duration = Duration::from_secs(10);
+        let part_nodes: Vec<BTreeSet<usize>> = self
+            .parts
+            .iter()
+            .map(|cpus| {
+                cpus.iter()
+                    .filter_map(|&c| self.machine.node_of(c))
+                    .collect()
+            })
+            .collect();
+        for g in self.balancer.groups.values_mut() {
+            if g.part.is_some() && g.memory_at.is_some_and(|t| now.duration_since(t) < EVERY) {
+                continue;
+            }
+            g.memory_at = Some(now);
+            let path = Path::new(control::CGROUP_ROOT)
+                .join(g.label.trim_start_matches('/'))
+                .join("memory.numa_stat");
+            let Ok(text) = std::fs::read_to_string(path) else {
+                g.memory.clear();
+                continue;
+            };
+            let per_node = softpart_core::memstat::resident_per_node(
+                &softpart_core::memstat::parse_numa_stat(&text),
+            );
+            g.memory = softpart_core::memstat::share_per_part(&per_node, &part_nodes);
+        }
+    }
+
     /// One balancing period: read the loads and hand the decision (place
     /// new groups, move at most one) to the balancer's thread.
     fn balance(&mut self) {
@@ -814,6 +848,7 @@ impl<'a> Scheduler<'a> {
         let busy: Vec<u64> = self.parts.iter().map(|cpus| self.busy_ns(cpus)).collect();
         let capacity: Vec<usize> = self.parts.iter().map(BTreeSet::len).collect();
         let now = std::time::Instant::now();
+        self.read_balanced_memory(now);
         let was_overfull = self.balancer.overfull.clone();
         let job = self.balancer.measure(now, &readings, &busy, &capacity);
         if !self.decider.submit(job) {

@@ -131,10 +131,43 @@ pub fn node_total_bytes(meminfo: &str) -> Option<u64> {
     node_meminfo_bytes(meminfo, "MemTotal")
 }
 
+/// The share of `per_node` bytes on each partition's nodes (a partition
+/// within a node gets that node's share); empty when there is none.
+pub fn share_per_part(
+    per_node: &[u64],
+    part_nodes: &[std::collections::BTreeSet<usize>],
+) -> Vec<f64> {
+    let total: u64 = per_node.iter().sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    part_nodes
+        .iter()
+        .map(|nodes| {
+            nodes
+                .iter()
+                .map(|&n| per_node.get(n).copied().unwrap_or(0))
+                .sum::<u64>() as f64
+                / total as f64
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn shares_by_partition() {
+        let parts: Vec<std::collections::BTreeSet<usize>> =
+            vec![[0].into(), [1].into(), [1].into(), [0, 1].into()];
+        assert_eq!(
+            share_per_part(&[30, 10], &parts),
+            vec![0.75, 0.25, 0.25, 1.0]
+        );
+        assert!(share_per_part(&[0, 0], &parts).is_empty());
+    }
 
     #[test]
     fn watermarks_by_node_and_free_memory() {

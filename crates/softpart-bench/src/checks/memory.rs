@@ -6,10 +6,66 @@ use crate::plan::GroupMemory;
 use softpart_core::memstat;
 use softpart_core::topo::GuestTopo;
 
-pub(super) const TESTS: &[(&str, Check)] = &[(
-    "memory_follows_its_home_where_numa_balancing_stops",
-    numa_balancing_stops,
-)];
+pub(super) const TESTS: &[(&str, Check)] = &[
+    (
+        "memory_follows_its_home_where_numa_balancing_stops",
+        numa_balancing_stops,
+    ),
+    (
+        "the_balancer_places_a_group_where_its_memory_is",
+        balanced_where_memory_is,
+    ),
+];
+
+/// Both partitions free, a balanced group's memory on node 1: it is
+/// placed in node 1's partition (its load alone puts it in the first),
+/// runs there, and little of its memory moves (memory-balanced.toml).
+fn balanced_where_memory_is(r: &Results) -> Result<String> {
+    let topo = scenario("memory-balanced")?.topo()?;
+    let run = r.run_of("memory-balanced", "softpart:--balance /bench/*")?;
+    let (_, code, out) = probe_of(run, "softpart stat --json")?;
+    if *code != 0 {
+        bail!("softpart stat --json: exit {code}: {out}");
+    }
+    let v: softpart_core::control::StatView = serde_json::from_str(out)
+        .with_context(|| format!("parsing softpart stat --json: {out}"))?;
+    let g = v
+        .groups
+        .iter()
+        .find(|g| g.label == "/bench/mem")
+        .with_context(|| format!("/bench/mem is not balanced: {out}"))?;
+    let gr = group(run, "mem")?;
+    let cpu_nodes = crate::table::cpu_per_node(&gr.counters.cpu_ns, &topo);
+    let cpu_on_1 = memstat::share_on(&cpu_nodes, &[1]).unwrap_or(0.0);
+    let m = gr
+        .memory
+        .as_ref()
+        .context("no memory.numa_stat: the memory controller is off")?;
+    let mem_on_1 = memstat::share_on(&m.resident_per_node, &[1]).unwrap_or(0.0);
+    let moved = v
+        .memory
+        .tenants
+        .iter()
+        .find(|t| t.label == "/bench/mem")
+        .map_or(0, |t| t.moved_bytes);
+    if g.part != Some(1) || cpu_on_1 < 0.9 || mem_on_1 < 0.9 {
+        bail!(
+            "the group was placed in {:?} (its memory is on node 1, partition 1): {:.0}% of its \
+             CPU time and {:.0}% of its memory on node 1, {} MB moved",
+            g.part,
+            100.0 * cpu_on_1,
+            100.0 * mem_on_1,
+            moved >> 20
+        );
+    }
+    Ok(format!(
+        "placed in partition 1 with its memory: {:.0}% of its CPU time and {:.0}% of its memory \
+         on node 1, {} MB moved",
+        100.0 * cpu_on_1,
+        100.0 * mem_on_1,
+        moved >> 20
+    ))
+}
 
 /// What NUMA balancing did to a group: (pages its scan marked, hint
 /// faults) from the group's start, from its memory.stat; or the host's
