@@ -582,20 +582,23 @@ impl<'a> Scheduler<'a> {
         let homes: Vec<memory::HomeIn> = self
             .homes
             .iter()
-            .filter(|(_, h)| self.memory.due(&h.label, now))
-            .map(|(id, h)| {
+            .filter_map(|(id, h)| {
+                if !self.memory.due(&h.label, &h.cpus, now) {
+                    return None;
+                }
                 let nodes: BTreeSet<usize> = h
                     .cpus
                     .iter()
                     .filter_map(|&c| self.machine.node_of(c))
                     .collect();
                 let (run_home_ns, run_away_ns) = self.group_stats.home_and_away(id);
-                memory::HomeIn {
+                Some(memory::HomeIn {
                     label: h.label.clone(),
+                    cpus: memory::fingerprint(&h.cpus),
                     nodes: nodes.into_iter().collect(),
                     run_home_ns,
                     run_away_ns,
-                }
+                })
             })
             .collect();
         // Two counters of each CPU's line.

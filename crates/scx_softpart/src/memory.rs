@@ -10,7 +10,7 @@ use softpart_core::config;
 use softpart_core::control::{MemoryTenantView, MemoryView};
 use softpart_core::memory_follow::{Follow, NodeRoom, Tenant, Wait, decide};
 use softpart_core::{memstat, numa_maps};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,11 +36,21 @@ fn recheck_after(waiting: Option<&str>) -> std::time::Duration {
     })
 }
 
+/// A home's CPUs told apart cheaply: how many, the first, the last.
+pub fn fingerprint(cpus: &BTreeSet<usize>) -> (usize, usize, usize) {
+    (
+        cpus.len(),
+        cpus.first().copied().unwrap_or(0),
+        cpus.last().copied().unwrap_or(0),
+    )
+}
+
 /// One home as the pass is given it.
 pub struct HomeIn {
     /// A cgroup path, or "pid N".
     pub label: String,
-    /// The nodes its CPUs are on.
+    /// Its CPUs (`due`'s fingerprint), and the nodes they are on.
+    pub cpus: (usize, usize, usize),
     pub nodes: Vec<usize>,
     /// Its run at home and away so far (group_stats).
     pub run_home_ns: u64,
@@ -60,6 +70,8 @@ struct TenantMemory {
     waiting: Option<&'static str>,
     /// Run at home and away at the last pass.
     run: (u64, u64),
+    /// Its home's CPUs at the last pass (`fingerprint`).
+    cpus: (usize, usize, usize),
     /// When the next pass looks at it.
     next: Option<Instant>,
 }
@@ -203,12 +215,19 @@ impl MemoryPass {
         self.mover.is_some()
     }
 
-    /// Whether the pass at `now` looks at `label`'s home.
-    pub fn due(&self, label: &str, now: Instant) -> bool {
-        self.tenants
-            .get(label)
-            .and_then(|t| t.next)
-            .is_none_or(|at| at <= now)
+    /// Whether the pass at `now` looks at `label`'s home, whose CPUs are
+    /// `cpus`: when its time comes, at once when its home changed (the
+    /// balancer moved it, a reload or `softpart prefer` changed it), and
+    /// while its memory is being moved. A home's CPUs are told apart by
+    /// their number, first and last, not read whole: at a thousand homes
+    /// of hundreds of CPUs each, reading them every second would be the
+    /// pass's largest cost.
+    pub fn due(&self, label: &str, cpus: &BTreeSet<usize>, now: Instant) -> bool {
+        let Some(t) = self.tenants.get(label) else {
+            return true;
+        };
+        t.next.is_none_or(|at| at <= now)
+            || t.cpus != fingerprint(cpus)
             || self.in_hand.as_ref().is_some_and(|j| j.0 == label)
     }
 
@@ -231,6 +250,15 @@ impl MemoryPass {
             self.note(&label, o);
             if ended {
                 self.in_hand = None;
+                if let Some(t) = self.tenants.get(&label) {
+                    log::info!(
+                        "memory of {label}: {} MB moved so far, {} MB on node(s) {:?}, {} MB elsewhere",
+                        t.moved_bytes >> 20,
+                        t.home_bytes >> 20,
+                        t.nodes,
+                        t.away_bytes >> 20
+                    );
+                }
             }
         }
         // A move whose home now lies on other nodes ends at its next batch.
@@ -250,6 +278,7 @@ impl MemoryPass {
             if t.nodes != h.nodes {
                 t.nodes = h.nodes.clone();
             }
+            t.cpus = h.cpus;
             // A tenant that did not run is not read: its memory is where
             // the last pass saw it.
             if dh + da == 0 {
@@ -297,6 +326,12 @@ impl MemoryPass {
                         pids
                     });
                     let cancel = Arc::new(AtomicBool::new(false));
+                    log::debug!(
+                        "memory of {}: moving up to {} MB to node {target} ({} processes)",
+                        h.label,
+                        bytes >> 20,
+                        pids.len()
+                    );
                     if mover.submit(Job {
                         label: h.label.clone(),
                         pids,
@@ -411,20 +446,24 @@ mod tests {
         let mut p = MemoryPass::new(config::Memory::default());
         let now = Instant::now();
         let me = format!("pid {}", std::process::id());
+        let all: BTreeSet<usize> = (0..8).collect();
         let home = HomeIn {
             label: me.clone(),
+            cpus: fingerprint(&all),
             nodes: (0..64).collect(),
             run_home_ns: 1_000_000,
             run_away_ns: 0,
         };
-        assert!(p.due(&me, now));
+        assert!(p.due(&me, &all, now));
         p.pass(std::slice::from_ref(&home), 1, now);
         let v = p.view();
         assert_eq!(v.tenants.len(), 1);
         assert_eq!(v.tenants[0].away_bytes, 0, "{v:?}");
         assert_eq!(v.tenants[0].waiting.as_deref(), Some("nothing_away"));
-        assert!(!p.due(&me, now + std::time::Duration::from_secs(1)));
-        assert!(p.due(&me, now + std::time::Duration::from_secs(10)));
+        let later = now + std::time::Duration::from_secs(1);
+        assert!(!p.due(&me, &all, later));
+        assert!(p.due(&me, &(0..4).collect(), later), "its home moved");
+        assert!(p.due(&me, &all, now + std::time::Duration::from_secs(10)));
         p.forget_others(&[]);
         assert_eq!(p.view().tenants.len(), 0);
     }

@@ -12,9 +12,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 
 const PAGE: u64 = 4096;
-/// Pages per move_pages call: 2 MB, one huge page's worth, so a call's
-/// work is bounded whatever the mapping's size.
-const BATCH: usize = 512;
+/// Pages per move_pages call: 16 MB, so a call's work is bounded
+/// whatever the mapping's size (a few ms of copying on hardware). Not
+/// smaller: every call that moves pages drains the per-CPU LRU caches
+/// first (`lru_cache_disable()`, an expedited RCU grace period that
+/// interrupts every CPU), so at 64 MB/s 2 MB calls interrupted every CPU
+/// 32 times a second, 16 MB ones four times; under TCG the 2 MB calls'
+/// grace periods took most of the mover's CPU time.
+const BATCH: usize = 4096;
 /// include/uapi/linux/mempolicy.h
 const MPOL_MF_MOVE: libc::c_int = 1 << 1;
 
