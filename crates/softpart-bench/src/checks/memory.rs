@@ -15,7 +15,71 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         "the_balancer_places_a_group_where_its_memory_is",
         balanced_where_memory_is,
     ),
+    ("a_move_cut_short_leaves_nothing_behind", move_cut_short),
 ];
+
+/// A tenant's move to node 0 at 8 MB/s, its home changed to node 1 two
+/// seconds in and one of its processes killed: the scheduler stays, the
+/// tenant is listed once with its new home, what went to node 0 came back
+/// (most of its memory on node 1), and the move to node 0 stopped well
+/// short of the whole (memory-faults.toml).
+fn move_cut_short(r: &Results) -> Result<String> {
+    let policy = "softpart:--config /etc/softpart.toml";
+    let run = r.run_of("memory-faults", policy)?;
+    if run.sched_ext_state != "enabled" || !run.sched_ext_ops.starts_with("softpart") {
+        bail!(
+            "after the faults sched_ext state is {:?} with ops {:?}",
+            run.sched_ext_state,
+            run.sched_ext_ops
+        );
+    }
+    let (_, _, log) = probe_of(run, "cat /tmp/faults.log")?;
+    if !log.contains("killed ") {
+        bail!("no worker was killed: {log}");
+    }
+    let (_, code, out) = probe_of(run, "softpart stat --json")?;
+    if *code != 0 {
+        bail!("softpart stat --json: exit {code}: {out}");
+    }
+    let v: softpart_core::control::StatView = serde_json::from_str(out)
+        .with_context(|| format!("parsing softpart stat --json: {out}"))?;
+    let lines: Vec<_> = v
+        .memory
+        .tenants
+        .iter()
+        .filter(|t| t.label == "/bench/mem")
+        .collect();
+    let [t] = lines[..] else {
+        bail!(
+            "/bench/mem has {} memory lines, not one: {:?}",
+            lines.len(),
+            v.memory
+        );
+    };
+    let m = group(run, "mem")?
+        .memory
+        .as_ref()
+        .context("no memory.numa_stat: the memory controller is off")?;
+    let on_1 = memstat::share_on(&m.resident_per_node, &[1]).unwrap_or(0.0);
+    // 96 MB at 8 MB/s takes 12 s: three seconds of it (24 MB), then back
+    // (what the killed worker held is gone), is about half the whole; the
+    // move carried on to node 0 would be 96 MB, and back as much again.
+    let moved_mb = t.moved_bytes >> 20;
+    if t.nodes != [1] || on_1 < 0.9 || moved_mb > 80 {
+        bail!(
+            "after its home went to node 1 mid-move: its memory line says nodes {:?}, {:.0}% of \
+             its memory is on node 1, {moved_mb} MB moved in all (the whole was 96): {:?}",
+            t.nodes,
+            100.0 * on_1,
+            t
+        );
+    }
+    Ok(format!(
+        "home changed to node 1 mid-move and a worker killed: {:.0}% of its memory on node 1, \
+         {moved_mb} MB moved in all, one memory line, the scheduler attached",
+        100.0 * on_1
+    ))
+}
 
 /// Both partitions free, a balanced group's memory on node 1: it is
 /// placed in node 1's partition (its load alone puts it in the first),
