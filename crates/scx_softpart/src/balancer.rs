@@ -59,6 +59,9 @@ pub struct Balanced {
     steady: bool,
     pub moves: u64,
     pub last_move: Option<Instant>,
+    /// Whether its load is in the decision yet (`ready`): before, its run
+    /// counted as background where it ran.
+    in_decision: bool,
     /// The share of its memory on each partition's nodes, and when it was
     /// read (empty: not known).
     pub memory: Vec<f64>,
@@ -178,6 +181,7 @@ impl Balanced {
             steady: false,
             moves: 0,
             last_move: None,
+            in_decision: false,
             memory: Vec::new(),
             memory_at: None,
             last_total: 0,
@@ -284,6 +288,9 @@ impl Balancer {
         self.last_at = Some(now);
         let n = capacity.len();
         let mut group_ns = vec![0f64; n];
+        // Groups whose load joins the decision this period: the background
+        // still holds what they ran while they were left out.
+        let mut joining: Vec<u64> = Vec::new();
         for (cgid, g) in self.groups.iter_mut() {
             let Some(r) = readings.get(cgid) else {
                 continue;
@@ -314,6 +321,9 @@ impl Balancer {
                     for (sum, d) in group_ns.iter_mut().zip(&ran_in) {
                         *sum += d;
                     }
+                    if !g.in_decision {
+                        joining.push(*cgid);
+                    }
                 }
             }
             g.last_total = r.total_ns;
@@ -336,6 +346,19 @@ impl Balancer {
         }
         self.last_busy = busy_ns.to_vec();
         self.last_busy.resize(n, 0);
+        // A group's own run, counted as background where it ran while it
+        // was measured, would otherwise be counted twice at its placement
+        // (there, and as its load), and push it away from where it ran:
+        // from where its memory is, when it ran there for that. Its smoothed
+        // load per partition is what it added to the smoothed background.
+        for cgid in joining {
+            if let Some(g) = self.groups.get_mut(&cgid) {
+                for (bg, own) in self.background.iter_mut().zip(&g.part_load) {
+                    *bg = (*bg - own).max(0.0);
+                }
+                g.in_decision = true;
+            }
+        }
 
         // Only groups placed, or whose load was measured steady, take part.
         let ids: Vec<u64> = self
@@ -475,6 +498,47 @@ mod tests {
     /// one by one: their first periods read 0.9-2.0 CPUs. Placed on those,
     /// three could share a partition; placed on the steady load, each
     /// partition gets two, and nothing moves afterwards.
+    /// A group that ran all on partition 1 while it was measured (its
+    /// cpuset held it there) is not taken for background load there when
+    /// it is placed: both partitions are free, and with its memory on
+    /// partition 1 it goes there.
+    #[test]
+    fn a_groups_own_run_is_not_background_at_its_placement() {
+        let mut b = Balancer::new(2, 0.1);
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut g = Balanced::new("/a".into(), s, 2);
+        g.memory = vec![0.0, 1.0];
+        b.groups.insert(10, g);
+        // 2 CPUs a period, all on partition 1, and the partition busy by
+        // as much (its own run: nothing else runs).
+        let read = |k: u64| {
+            BTreeMap::from([(
+                10,
+                Reading {
+                    total_ns: 2_000_000_000 * k,
+                    wait_ns: 0,
+                    part_ns: vec![0, 2_000_000_000 * k],
+                },
+            )])
+        };
+        let mut placed = Vec::new();
+        for k in 0..6u64 {
+            let d = b.period(
+                t0 + s * k as u32,
+                &read(k),
+                &[0, 2_000_000_000 * k],
+                &[4, 4],
+            );
+            placed.extend(d.placed);
+            if !placed.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(placed, vec![(10, 1)]);
+        assert!(b.background[1] < 0.2, "background {:?}", b.background);
+    }
+
     #[test]
     fn places_on_a_steady_load_not_a_partial_first_period() {
         let n = 8u64;
