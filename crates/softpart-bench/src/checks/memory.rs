@@ -228,8 +228,8 @@ fn numa_balancing_stops(r: &Results) -> Result<String> {
         );
     }
     // On, it follows the tenant home within the window: 160 MB at a rate
-    // of 64 MB/s takes 2.5 s, under TCG about 10 (a page copy is slow),
-    // and the window ends 12 s after the tenant may run at home.
+    // of 64 MB/s takes 2.5 s, under TCG 4-7 (a page copy is slow), and the
+    // window ends 10 s after the tenant may run at home.
     let mem_home = on_home(on, "mem")?;
     let bound_home = on_home(on, "bound")?;
     let (_, code, out) = probe_of(on, "softpart stat --json")?;
