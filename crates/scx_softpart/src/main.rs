@@ -577,7 +577,7 @@ impl<'a> Scheduler<'a> {
             return;
         }
         let now = std::time::Instant::now();
-        let labels: Vec<&str> = self.homes.iter().map(|(_, h)| h.label.as_str()).collect();
+        let labels: BTreeSet<&str> = self.homes.iter().map(|(_, h)| h.label.as_str()).collect();
         self.memory.forget_others(&labels);
         let homes: Vec<memory::HomeIn> = self
             .homes

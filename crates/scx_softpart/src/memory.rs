@@ -233,10 +233,10 @@ impl MemoryPass {
 
     /// Forgets the homes not in `labels` (gone, or cleared), and cancels
     /// the move in hand if its home went.
-    pub fn forget_others(&mut self, labels: &[&str]) {
-        self.tenants.retain(|l, _| labels.contains(&l.as_str()));
+    pub fn forget_others(&mut self, labels: &BTreeSet<&str>) {
+        self.tenants.retain(|l, _| labels.contains(l.as_str()));
         if let Some((label, _, cancel)) = &self.in_hand
-            && !labels.contains(&label.as_str())
+            && !labels.contains(label.as_str())
         {
             cancel.store(true, Ordering::Relaxed);
         }
@@ -464,7 +464,7 @@ mod tests {
         assert!(!p.due(&me, &all, later));
         assert!(p.due(&me, &(0..4).collect(), later), "its home moved");
         assert!(p.due(&me, &all, now + std::time::Duration::from_secs(10)));
-        p.forget_others(&[]);
+        p.forget_others(&BTreeSet::new());
         assert_eq!(p.view().tenants.len(), 0);
     }
 }
