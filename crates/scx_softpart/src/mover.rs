@@ -135,10 +135,89 @@ fn a_thread_set_a_policy(pid: i32) -> bool {
     })
 }
 
+/// What a flush of the pages gathered says: go on, or stop this process
+/// (the rate's second is used up, or the process is gone).
+enum Flushed {
+    More,
+    Stop,
+}
+
+/// Moves the gathered `pages` to `target` in one call, as many as the rate
+/// grants; counts what moved and what was refused by cause in `out`.
+fn flush(
+    pid: i32,
+    pages: &mut Vec<*mut libc::c_void>,
+    target: usize,
+    rate: &mut Rate,
+    now_ns: u64,
+    out: &mut Outcome,
+) -> io::Result<Flushed> {
+    if pages.is_empty() {
+        return Ok(Flushed::More);
+    }
+    let granted = rate.take(now_ns, pages.len() as u64 * PAGE);
+    let take = (granted / PAGE) as usize;
+    if take < pages.len() {
+        *out.refused_pages.entry(Refusal::Rate).or_default() += (pages.len() - take) as u64;
+    }
+    if take == 0 {
+        rate.give_back(granted);
+        pages.clear();
+        return Ok(Flushed::Stop);
+    }
+    let nodes = vec![target as libc::c_int; take];
+    out.calls += 1;
+    let status = match move_pages(pid, &pages[..take], Some(&nodes)) {
+        Ok(s) => s,
+        Err(e) => {
+            rate.give_back(granted);
+            let n = pages.len() as u64;
+            pages.clear();
+            return match e.raw_os_error() {
+                Some(libc::EACCES) => {
+                    *out.refused_pages
+                        .entry(Refusal::SharedOrCpuset)
+                        .or_default() += n;
+                    Ok(Flushed::More)
+                }
+                Some(libc::ESRCH) => Ok(Flushed::Stop),
+                _ => Err(e),
+            };
+        }
+    };
+    let rate_cut = take < pages.len();
+    pages.clear();
+    let mut moved = 0u64;
+    for s in status {
+        let why = match s {
+            s if s == target as libc::c_int => {
+                moved += 1;
+                continue;
+            }
+            s if s >= 0 => continue,
+            s if -s == libc::EACCES => Refusal::SharedOrCpuset,
+            s if -s == libc::EBUSY => Refusal::Busy,
+            s if -s == libc::ENOMEM => Refusal::NoMemory,
+            _ => continue,
+        };
+        *out.refused_pages.entry(why).or_default() += 1;
+    }
+    out.moved_bytes += moved * PAGE;
+    rate.give_back(granted - moved * PAGE);
+    Ok(if rate_cut {
+        Flushed::Stop
+    } else {
+        Flushed::More
+    })
+}
+
 /// Moves `pid`'s pages that lie off `home_nodes` to `target`, at most
-/// what `rate` grants, batch by batch, until `stopped()` says so. An
-/// error only where the process cannot be read at all (gone, or not ours
-/// to read).
+/// what `rate` grants, until `stopped()` says so. Where each page is, is
+/// asked a mapping's BATCH pages at a time (a call that only asks drains
+/// nothing); the pages off home are gathered across mappings and moved
+/// BATCH at a time, so a process of many small mappings costs one moving
+/// call, not one per mapping. An error only where the process cannot be
+/// read at all (gone, or not ours to read).
 pub fn move_process(
     pid: i32,
     home_nodes: &[usize],
@@ -152,6 +231,7 @@ pub fn move_process(
     let ends = ends(&maps);
     let mut out = Outcome::default();
     let thread_policy = a_thread_set_a_policy(pid);
+    let mut off: Vec<*mut libc::c_void> = Vec::new();
     for m in numa_maps::parse(&numa) {
         let away: u64 = m
             .pages_per_node
@@ -186,64 +266,24 @@ pub fn move_process(
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(out),
                 Err(e) => return Err(e),
             };
-            let off: Vec<*mut libc::c_void> = pages
-                .iter()
-                .zip(&at)
-                .filter(|&(_, &node)| node >= 0 && !home_nodes.contains(&(node as usize)))
-                .map(|(p, _)| *p)
-                .collect();
-            if off.is_empty() {
-                continue;
-            }
-            let want = off.len() as u64 * PAGE;
-            let granted = rate.take(now_ns(), want);
-            let take = (granted / PAGE) as usize;
-            if take < off.len() {
-                *out.refused_pages.entry(Refusal::Rate).or_default() += (off.len() - take) as u64;
-            }
-            if take == 0 {
-                rate.give_back(granted);
-                return Ok(out);
-            }
-            let nodes = vec![target as libc::c_int; take];
-            out.calls += 1;
-            let status = match move_pages(pid, &off[..take], Some(&nodes)) {
-                Ok(s) => s,
-                Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
-                    rate.give_back(granted);
-                    *out.refused_pages
-                        .entry(Refusal::SharedOrCpuset)
-                        .or_default() += take as u64;
-                    continue;
-                }
-                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
-                    rate.give_back(granted);
-                    return Ok(out);
-                }
-                Err(e) => {
-                    rate.give_back(granted);
-                    return Err(e);
-                }
-            };
-            let mut moved = 0u64;
-            for s in status {
-                let why = match s {
-                    s if s == target as libc::c_int => {
-                        moved += 1;
-                        continue;
+            for (p, &node) in pages.iter().zip(&at) {
+                if node >= 0 && !home_nodes.contains(&(node as usize)) {
+                    off.push(*p);
+                    if off.len() == BATCH {
+                        if let Flushed::Stop =
+                            flush(pid, &mut off, target, rate, now_ns(), &mut out)?
+                        {
+                            return Ok(out);
+                        }
+                        if stopped() {
+                            return Ok(out);
+                        }
                     }
-                    s if s >= 0 => continue,
-                    s if -s == libc::EACCES => Refusal::SharedOrCpuset,
-                    s if -s == libc::EBUSY => Refusal::Busy,
-                    s if -s == libc::ENOMEM => Refusal::NoMemory,
-                    _ => continue,
-                };
-                *out.refused_pages.entry(why).or_default() += 1;
+                }
             }
-            out.moved_bytes += moved * PAGE;
-            rate.give_back(granted - moved * PAGE);
         }
     }
+    flush(pid, &mut off, target, rate, now_ns(), &mut out)?;
     Ok(out)
 }
 
