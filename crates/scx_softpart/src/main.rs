@@ -570,43 +570,6 @@ impl<'a> Scheduler<'a> {
         uei_report!(&self.skel, uei)
     }
 
-    /// Memory follows the home: each home's nodes and its run at home and
-    /// away so far, to the memory pass (memory.rs).
-    fn follow_memory(&mut self) {
-        if !self.memory.on() {
-            return;
-        }
-        let now = std::time::Instant::now();
-        let labels: BTreeSet<&str> = self.homes.iter().map(|(_, h)| h.label.as_str()).collect();
-        self.memory.forget_others(&labels);
-        let homes: Vec<memory::HomeIn> = self
-            .homes
-            .iter()
-            .filter_map(|(id, h)| {
-                if !self.memory.due(&h.label, &h.cpus, now) {
-                    return None;
-                }
-                let nodes: BTreeSet<usize> = h
-                    .cpus
-                    .iter()
-                    .filter_map(|&c| self.machine.node_of(c))
-                    .collect();
-                let (run_home_ns, run_away_ns) = self.group_stats.home_and_away(id);
-                Some(memory::HomeIn {
-                    label: h.label.clone(),
-                    cpus: memory::fingerprint(&h.cpus),
-                    nodes: nodes.into_iter().collect(),
-                    run_home_ns,
-                    run_away_ns,
-                })
-            })
-            .collect();
-        // Two counters of each CPU's line.
-        self.traffic
-            .read::<[u64; 2]>(homes.len() * self.group_stats.nr_cpus());
-        self.memory.pass(&homes, self.machine.nodes.len(), now);
-    }
-
     /// Each cgroup's charge rate, from its load and contract: every
     /// CONTRACT_PERIOD, and at once when a cgroup callback changed the
     /// slot table (a cgroup made or removed, a weight or cap written).
@@ -790,40 +753,6 @@ impl<'a> Scheduler<'a> {
                 .map(|cc| cc.busy_ns)
                 .sum()
         })
-    }
-
-    /// Where each balanced group's memory is, per partition, from its
-    /// memory.numa_stat: at once for a group not placed yet, else every
-    /// 10 s (memory moves at a bounded rate; a read per group per period
-    /// would be thousands of reads a second on a container host).
-    fn read_balanced_memory(&mut self, now: std::time::Instant) {
-        const EVERY: Duration = Duration::from_secs(10);
-        let part_nodes: Vec<BTreeSet<usize>> = self
-            .parts
-            .iter()
-            .map(|cpus| {
-                cpus.iter()
-                    .filter_map(|&c| self.machine.node_of(c))
-                    .collect()
-            })
-            .collect();
-        for g in self.balancer.groups.values_mut() {
-            if g.part.is_some() && g.memory_at.is_some_and(|t| now.duration_since(t) < EVERY) {
-                continue;
-            }
-            g.memory_at = Some(now);
-            let path = Path::new(control::CGROUP_ROOT)
-                .join(g.label.trim_start_matches('/'))
-                .join("memory.numa_stat");
-            let Ok(text) = std::fs::read_to_string(path) else {
-                g.memory.clear();
-                continue;
-            };
-            let per_node = softpart_core::memstat::resident_per_node(
-                &softpart_core::memstat::parse_numa_stat(&text),
-            );
-            g.memory = softpart_core::memstat::share_per_part(&per_node, &part_nodes);
-        }
     }
 
     /// One balancing period: read the loads and hand the decision (place
