@@ -21,6 +21,7 @@ impl Scheduler<'_> {
         self.last_scan = std::time::Instant::now();
         let live = cgroup_tree(Path::new(control::CGROUP_ROOT));
         self.cgroup_paths = live.iter().map(|(l, id)| (*id, l.clone())).collect();
+        self.memory_homes.tree_changed(&self.cgroup_paths);
         let ids: BTreeSet<u64> = live.iter().map(|(_, id)| *id).collect();
         let gone: Vec<u64> = self
             .cgroup_groups

@@ -110,6 +110,7 @@ impl Scheduler<'_> {
         // Whoever sets it now owns it; a rule's home is marked again by
         // its caller.
         self.rule_homes.remove(&cgid);
+        self.memory_homes.forget(cgid);
         let before = self
             .homes
             .find(&label)
@@ -137,6 +138,7 @@ impl Scheduler<'_> {
 
     pub(crate) fn clear_cgroup_home(&mut self, cgid: u64) {
         self.rule_homes.remove(&cgid);
+        self.memory_homes.forget(cgid);
         self.balancer.groups.remove(&cgid);
         let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());
         if let Some(label) = homes::forget_cgroup(&mut self.cgroup_groups, cgid) {

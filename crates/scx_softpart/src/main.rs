@@ -22,6 +22,7 @@ mod load;
 mod logger;
 mod machine;
 mod memory;
+mod memory_homes;
 mod metrics;
 mod mover;
 mod notify;
@@ -271,6 +272,8 @@ struct Scheduler<'a> {
     cgroup_groups: BTreeMap<u64, String>,
     /// The cgroups whose home a config rule gave, and the rule (reload.rs).
     rule_homes: BTreeMap<u64, String>,
+    /// The cgroups whose home their memory gave (memory_homes.rs).
+    memory_homes: memory_homes::MemoryHomes,
     /// The options, for a reload.
     opts: Opts,
     metrics: Option<Receiver<metrics::SnapshotRequest>>,
@@ -444,6 +447,7 @@ impl<'a> Scheduler<'a> {
             unenforced: cgroup_scan::unenforced_settings(),
             cgroup_groups: BTreeMap::new(),
             rule_homes: BTreeMap::new(),
+            memory_homes: Default::default(),
             opts: opts.clone(),
             metrics,
             last_scan: std::time::Instant::now(),
@@ -528,6 +532,7 @@ impl<'a> Scheduler<'a> {
                     self.sample_homes();
                     at = self.phase_cpu.add("stats_samples", at, self.traffic.read);
                 }
+                self.home_by_memory(std::time::Instant::now());
                 self.follow_memory();
                 at = self.phase_cpu.add("memory", at, self.traffic.read);
             }
@@ -908,7 +913,10 @@ impl<'a> Scheduler<'a> {
         let cgroup_homes = self
             .cgroup_groups
             .iter()
-            .filter(|(cgid, _)| !self.balancer.groups.contains_key(cgid))
+            .filter(|(cgid, _)| {
+                !self.balancer.groups.contains_key(cgid)
+                    && !self.memory_homes.given.contains_key(cgid)
+            })
             .filter_map(|(&cgid, label)| {
                 let h = self.homes.get(self.homes.find(label)?)?;
                 Some((cgid, h.clone()))

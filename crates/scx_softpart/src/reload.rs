@@ -29,6 +29,8 @@ enum Source {
     Operator,
     Rule,
     Balancer,
+    /// Its memory's (memory_homes.rs): a rule or the operator overrides it.
+    Memory,
 }
 
 /// What the config loads so far came to, for the status line and the
@@ -83,6 +85,8 @@ impl Scheduler<'_> {
             Source::Balancer
         } else if self.rule_homes.contains_key(&cgid) {
             Source::Rule
+        } else if self.memory_homes.given.contains_key(&cgid) {
+            Source::Memory
         } else if self.cgroup_groups.contains_key(&cgid) {
             Source::Operator
         } else {
@@ -176,7 +180,7 @@ impl Scheduler<'_> {
                     self.clear_cgroup_home(cgid);
                     self.start_balancing(&label, cgid, period, &pattern);
                 }
-                (None, Source::None) => continue,
+                (None, Source::None | Source::Memory) => continue,
                 (None, _) => {
                     self.clear_cgroup_home(cgid);
                     info!("reload: cgroup {label}: no rule matches any more, home cleared");
@@ -205,6 +209,7 @@ impl Scheduler<'_> {
             let source = match self.home_source(cgid) {
                 Source::Rule => format!("config rule {:?}", self.rule_homes[&cgid]),
                 Source::Balancer => "balancer".to_string(),
+                Source::Memory => self.memory_homes.source(cgid).unwrap_or_default(),
                 _ => "softpart prefer".to_string(),
             };
             out.push(view("cgroup", label.clone(), h, source));

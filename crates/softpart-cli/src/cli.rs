@@ -73,7 +73,8 @@ pub(crate) enum Cmd {
     },
     /// Print every home in effect: cgroups, then threads given one
     /// together, each with its CPUs and where it comes from (a config rule,
-    /// the balancer, softpart prefer or exec).
+    /// the balancer, softpart prefer or exec, or, for a tenant nobody gave
+    /// one, its memory).
     List {
         /// JSON instead of the table.
         #[arg(long)]

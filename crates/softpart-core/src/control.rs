@@ -340,7 +340,8 @@ pub struct HomeView {
     pub cpus: String,
     /// None: the scheduler's --softness.
     pub softness: Option<String>,
-    /// "config rule PATTERN", "balancer" or "softpart prefer".
+    /// "config rule PATTERN", "balancer", "softpart prefer", or "memory: ..."
+    /// (a homeless tenant's home from where its memory or its threads are).
     pub source: String,
 }
 

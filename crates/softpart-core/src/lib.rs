@@ -13,6 +13,7 @@ pub mod home_contract;
 pub mod layout;
 pub mod limits;
 pub mod memory_follow;
+pub mod memory_home;
 pub mod memstat;
 pub mod numa_maps;
 pub mod overfull;

@@ -16,7 +16,70 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         balanced_where_memory_is,
     ),
     ("a_move_cut_short_leaves_nothing_behind", move_cut_short),
+    (
+        "homeless_tenants_get_a_home_from_their_memory",
+        homeless_find_their_memory,
+    ),
 ];
+
+/// A homeless group's local access in a run (`memstat::local_access`).
+fn local_access(run: &RunResult, g: &str, topo: &GuestTopo) -> Result<f64> {
+    let gr = group(run, g)?;
+    let m = gr
+        .memory
+        .as_ref()
+        .context("no memory.numa_stat: the memory controller is off")?;
+    let cpu_nodes = crate::table::cpu_per_node(&gr.counters.cpu_ns, topo);
+    memstat::local_access(&cpu_nodes, &m.resident_per_node)
+        .with_context(|| format!("{g}: no CPU time or no memory"))
+}
+
+/// Two homeless tenants (homeless-memory.toml): one whose threads were
+/// held away from its memory, one whose memory is spread and whose threads
+/// are on one node. Each is listed with a home from its memory on node 1,
+/// and its local access is at least 0.9x eevdf's with NUMA balancing in the
+/// same boot, and at least LOCAL_MIN: with no home from memory they stay
+/// at about 0.2 and 0.5 (scenarios/experiments/homeless-memory.toml,
+/// docs/results/memory.md).
+fn homeless_find_their_memory(r: &Results) -> Result<String> {
+    const LOCAL_MIN: f64 = 0.75;
+    let topo = scenario("homeless-memory")?.topo()?;
+    let ev = r.run_of("homeless-memory", "eevdf")?;
+    let sp = r.run_of("homeless-memory", "softpart")?;
+    let (_, code, out) = probe_of(sp, "softpart list --json")?;
+    if *code != 0 {
+        bail!("softpart list --json: exit {code}: {out}");
+    }
+    let homes: Vec<softpart_core::control::HomeView> = serde_json::from_str(out)
+        .with_context(|| format!("parsing softpart list --json: {out}"))?;
+    let mut seen = Vec::new();
+    for g in ["lone", "spread"] {
+        let label = format!("/bench/{g}");
+        let h = homes
+            .iter()
+            .find(|h| h.target == label)
+            .with_context(|| format!("{label} has no home in softpart list: {out}"))?;
+        if !h.source.starts_with("memory") || h.cpus != "4-7" {
+            bail!(
+                "{label}: home {} from {:?}; node 1 (4-7) from its memory wanted",
+                h.cpus,
+                h.source
+            );
+        }
+        let (l_ev, l_sp) = (local_access(ev, g, &topo)?, local_access(sp, g, &topo)?);
+        let line = format!(
+            "{g}: local access {:.0}% against eevdf's {:.0}% ({})",
+            100.0 * l_sp,
+            100.0 * l_ev,
+            h.source
+        );
+        if l_sp < 0.9 * l_ev || l_sp < LOCAL_MIN {
+            bail!("{line}: under 0.9x eevdf's or under {LOCAL_MIN}");
+        }
+        seen.push(line);
+    }
+    Ok(seen.join("; "))
+}
 
 /// A tenant's move to node 0 at 8 MB/s, its home changed to node 1 two
 /// seconds in and one of its processes killed: the scheduler stays, the
