@@ -73,8 +73,10 @@ pub(crate) struct Opts {
     /// on other NUMA nodes are moved to its home's nodes, at most 64 MB/s
     /// host-wide, never filling a node past its reserve, never those of a
     /// process that set its own memory policy nor pages another process
-    /// maps. Also `[memory] follow = false` in the config file, which sets
-    /// the rate and the reserve too.
+    /// maps; and a cgroup nobody gave a home, holding 64 MB or more, gets
+    /// one from its memory (the node with 2/3 of it, or the node its
+    /// threads run on). Off: neither. Also `[memory] follow = false` in the
+    /// config file, which sets the rate and the reserve too.
     #[arg(long)]
     pub(crate) no_memory_follow: bool,
 

@@ -22,8 +22,13 @@ use std::time::{Duration, Instant};
 /// How often a tenant is looked at: its memory moves at a bounded rate,
 /// and a look reads a file the kernel builds from per-node counters.
 const LOOK_EVERY: Duration = Duration::from_secs(5);
-/// While its memory is spread, to see whether its threads settle.
-const LOOK_SPREAD: Duration = Duration::from_secs(2);
+/// A cgroup under MIN_TENANT_BYTES: a tenant starting up reaches it within
+/// seconds, and its first home should not wait for a full LOOK_EVERY.
+const LOOK_SMALL: Duration = Duration::from_secs(2);
+/// While its memory is spread: its threads' CPU time is measured from one
+/// look to the next, so the next comes at the next pass (a second of run
+/// time, as long as the shortest period of NUMA balancing's scan).
+const LOOK_SPREAD: Duration = Duration::from_secs(1);
 /// A cgroup without the memory controller: looked at again after this.
 const LOOK_UNREADABLE: Duration = Duration::from_secs(30);
 /// The most tenants looked at in one pass.

@@ -20,7 +20,102 @@ pub(super) const TESTS: &[(&str, Check)] = &[
         "homeless_tenants_get_a_home_from_their_memory",
         homeless_find_their_memory,
     ),
+    (
+        "a_move_stops_at_the_reserve_and_outlives_a_restart",
+        move_outlives_a_restart,
+    ),
 ];
+
+/// The value after `key` on the line of `log` that starts with it.
+fn log_value(log: &str, key: &str) -> Result<i64> {
+    log.lines()
+        .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
+        .with_context(|| format!("no {key} in the log: {log}"))
+}
+
+/// Node 0's bytes of an `anon N0=.. N1=..` line of memory.numa_stat.
+fn node0_bytes(line: &str) -> Result<u64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("N0=")?.parse().ok())
+        .with_context(|| format!("no N0= in {line:?}"))
+}
+
+/// The tenant's memory line in a `softpart stat --json` probe.
+fn stat_tenant(
+    run: &RunResult,
+    probe: &str,
+    label: &str,
+) -> Result<softpart_core::control::MemoryTenantView> {
+    let (_, _, out) = probe_of(run, probe)?;
+    let v: softpart_core::control::StatView =
+        serde_json::from_str(out).with_context(|| format!("parsing {probe}: {out}"))?;
+    v.memory
+        .tenants
+        .into_iter()
+        .find(|t| t.label == label)
+        .with_context(|| format!("no memory line for {label} in {probe}: {out}"))
+}
+
+/// A tenant with more memory away than its home node has room for, its
+/// move cut by a SIGKILL of the scheduler (memory-restart.toml): the
+/// first scheduler had moved some and not all; the second carried on and
+/// stopped at the reserve, node 0 kept its reserve free (less what the
+/// restarted scheduler itself allocated, at most SLACK), no more than the
+/// room moved, and nothing was OOM-killed.
+fn move_outlives_a_restart(r: &Results) -> Result<String> {
+    const MB: i64 = 1 << 20;
+    // The room given (64 MB) is measured before the scheduler starts; a
+    // scheduler's maps (about 13 MB a load, two loads) may come from node
+    // 0 too, and the mover reads the room again before each batch.
+    const SLACK_MB: i64 = 32;
+    let run = r.run("memory-restart")?;
+    let (_, _, log) = probe_of(run, "n=0; while ! grep -q '^done'")?;
+    if !log.contains("restarted enabled") || !log.contains("done") {
+        bail!("the scheduler was not restarted, or the script did not end: {log}");
+    }
+    let before = stat_tenant(run, "cat /tmp/mr-before.json", "/bench/mem")?;
+    let after = stat_tenant(run, "cat /tmp/mr-after.json", "/bench/mem")?;
+    if before.moved_bytes == 0 || before.away_bytes < (16 << 20) {
+        bail!("the kill did not land mid-move: before it {before:?}");
+    }
+    let reserve_refused = after.refused_bytes.get("reserve").copied().unwrap_or(0);
+    if after.moved_bytes == 0 || after.waiting.as_deref() != Some("reserve") || reserve_refused == 0
+    {
+        bail!("the restarted scheduler did not carry the move on to the reserve: {after:?}");
+    }
+    let after_word = |w: &str| {
+        log.lines()
+            .find_map(|l| {
+                l.split(w)
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<i64>()
+                    .ok()
+            })
+            .with_context(|| format!("no {w} in the log: {log}"))
+    };
+    let (high_mb, reserve_mb) = (after_word(" high_mb ")?, after_word(" reserve_mb ")?);
+    let free_after = log_value(log, "node0 free_mb_after ")?;
+    let line = |p: &str| {
+        log.lines()
+            .find_map(|l| l.strip_prefix(p))
+            .with_context(|| format!("no {p} in the log: {log}"))
+    };
+    let moved_mb = (node0_bytes(line("mem0_after ")?)? as i64
+        - node0_bytes(line("mem0_before ")?)? as i64)
+        / MB;
+    let ooms = log_value(log, "oom_after ")? - log_value(log, "oom_before ")?;
+    let seen = format!(
+        "{} MB moved before the kill, {} after the restart; {moved_mb} MB more on node 0 for a          room of 64; node 0 free {free_after} MB against its high watermark {high_mb} + reserve          {reserve_mb}; {ooms} OOM kills",
+        before.moved_bytes >> 20,
+        after.moved_bytes >> 20
+    );
+    if free_after < high_mb + reserve_mb - SLACK_MB || moved_mb > 64 + 16 || ooms != 0 {
+        bail!("the reserve was not kept: {seen}");
+    }
+    Ok(seen)
+}
 
 /// A homeless group's local access in a run (`memstat::local_access`).
 fn local_access(run: &RunResult, g: &str, topo: &GuestTopo) -> Result<f64> {
