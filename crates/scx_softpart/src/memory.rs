@@ -8,7 +8,7 @@
 use crate::mover::{Job, Mover, Outcome};
 use softpart_core::config;
 use softpart_core::control::{MemoryTenantView, MemoryView};
-use softpart_core::memory_follow::{Follow, NodeRoom, Tenant, Wait, decide};
+use softpart_core::memory_follow::{Follow, NodeRoom, Tenant, Wait, backoff_after, decide};
 use softpart_core::{memstat, numa_maps};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ const MIN_BYTES: u64 = 4 << 20;
 /// second (at 1,024 homes, about 100 a second).
 fn recheck_after(waiting: Option<&str>) -> std::time::Duration {
     std::time::Duration::from_secs(match waiting {
-        Some("nothing_away") | Some("unreadable") => 10,
+        Some("nothing_away") | Some("unreadable") | Some("refused") => 10,
         Some("reserve") => 5,
         _ => 1,
     })
@@ -74,6 +74,13 @@ struct TenantMemory {
     cpus: (usize, usize, usize),
     /// When the next pass looks at it.
     next: Option<Instant>,
+    /// The move in hand moved something / had pages refused for a cause
+    /// other than the rate.
+    job_moved: bool,
+    job_refused: bool,
+    /// Its back-off (memory_follow::backoff_after), and until when.
+    backoff_s: u64,
+    backoff_until: Option<Instant>,
 }
 
 pub struct MemoryPass {
@@ -250,6 +257,7 @@ impl MemoryPass {
             self.note(&label, o);
             if ended {
                 self.in_hand = None;
+                self.end_job(&label, now);
                 if let Some(t) = self.tenants.get(&label) {
                     log::info!(
                         "memory of {label}: {} MB moved so far, {} MB on node(s) {:?}, {} MB elsewhere",
@@ -277,6 +285,8 @@ impl MemoryPass {
             );
             if t.nodes != h.nodes {
                 t.nodes = h.nodes.clone();
+                // A new home: what was refused may move now.
+                (t.backoff_s, t.backoff_until) = (0, None);
             }
             t.cpus = h.cpus;
             // A tenant that did not run is not read: its memory is where
@@ -299,6 +309,10 @@ impl MemoryPass {
                 t.waiting = Some("off");
                 continue;
             };
+            if t.backoff_until.is_some_and(|at| at > now) {
+                t.waiting = Some("refused");
+                continue;
+            }
             if self.in_hand.is_some() {
                 if self.in_hand.as_ref().is_some_and(|j| j.0 == h.label) {
                     t.waiting = None;
@@ -341,6 +355,7 @@ impl MemoryPass {
                         cancel: cancel.clone(),
                     }) {
                         t.waiting = None;
+                        (t.job_moved, t.job_refused) = (false, false);
                         self.in_hand = Some((h.label.clone(), h.nodes.clone(), cancel));
                     }
                 }
@@ -371,6 +386,11 @@ impl MemoryPass {
             return;
         };
         t.moved_bytes += o.moved_bytes;
+        t.job_moved |= o.moved_bytes > 0;
+        t.job_refused |= o
+            .refused_pages
+            .iter()
+            .any(|(why, n)| *n > 0 && *why != crate::mover::Refusal::Rate);
         for (why, pages) in o.refused_pages {
             *t.refused_bytes.entry(why.name()).or_default() += pages * 4096;
         }
@@ -381,6 +401,17 @@ impl MemoryPass {
             t.away_bytes -= m;
             t.home_bytes += m;
         }
+    }
+
+    /// A tenant's move ended: a move that moved nothing while pages were
+    /// refused makes it wait before the next (memory_follow::backoff_after).
+    fn end_job(&mut self, label: &str, now: Instant) {
+        let Some(t) = self.tenants.get_mut(label) else {
+            return;
+        };
+        t.backoff_s = backoff_after(t.backoff_s, t.job_moved, t.job_refused);
+        t.backoff_until =
+            (t.backoff_s > 0).then(|| now + std::time::Duration::from_secs(t.backoff_s));
     }
 
     /// For `softpart stat` and the metrics.

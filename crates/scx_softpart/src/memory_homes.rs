@@ -212,7 +212,7 @@ impl Scheduler<'_> {
             let after = if unreadable {
                 LOOK_UNREADABLE
             } else {
-                LOOK_EVERY
+                LOOK_SMALL
             };
             self.memory_homes.looks.entry(cgid).or_default().next = Some(now + after);
             if current.is_some() {

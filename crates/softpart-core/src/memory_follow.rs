@@ -90,6 +90,26 @@ impl Rate {
     }
 }
 
+/// A tenant's move that moved nothing while pages were refused (pinned for
+/// DMA, mapped by another process, kept by a policy, on a node it may not
+/// use: all refused again at once) waits before the next: 10 s, doubling
+/// up to 320 s, until a move moves something or its home changes. Without
+/// it such a tenant would have its mappings walked and its pages asked for
+/// every second, forever.
+pub const BACKOFF_FIRST_S: u64 = 10;
+pub const BACKOFF_MAX_S: u64 = 320;
+
+/// The wait after a move, from the last wait (0: none): `moved`, whether it
+/// moved anything; `refused`, whether pages were refused for a cause that
+/// does not pass by itself (anything but the rate).
+pub fn backoff_after(last_s: u64, moved: bool, refused: bool) -> u64 {
+    if moved || !refused {
+        0
+    } else {
+        (last_s * 2).clamp(BACKOFF_FIRST_S, BACKOFF_MAX_S)
+    }
+}
+
 /// Why a tenant's memory is not moved now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Wait {
@@ -310,5 +330,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn moves_that_move_nothing_back_off() {
+        assert_eq!(backoff_after(0, false, true), BACKOFF_FIRST_S);
+        assert_eq!(backoff_after(10, false, true), 20);
+        assert_eq!(backoff_after(BACKOFF_MAX_S, false, true), BACKOFF_MAX_S);
+        assert_eq!(backoff_after(80, true, true), 0, "something moved");
+        assert_eq!(
+            backoff_after(80, false, false),
+            0,
+            "nothing refused: only the rate"
+        );
     }
 }
