@@ -352,6 +352,7 @@ impl MemoryPass {
                         home_nodes: h.nodes.clone(),
                         target,
                         max_bytes: bytes,
+                        target_floor: rooms.get(target).map_or(u64::MAX, |r| r.reserve),
                         cancel: cancel.clone(),
                     }) {
                         t.waiting = None;

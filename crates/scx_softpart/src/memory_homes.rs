@@ -33,6 +33,8 @@ const LOOK_SPREAD: Duration = Duration::from_secs(1);
 const LOOK_UNREADABLE: Duration = Duration::from_secs(30);
 /// The most tenants looked at in one pass.
 const READS_PER_PASS: usize = 32;
+/// Homes from memory hold at most 1/MAX_SHARE_OF_TABLE of the home ids.
+const MAX_SHARE_OF_TABLE: usize = 4;
 /// The most threads of one tenant whose last CPU is read in a look.
 const THREADS_SAMPLED: usize = 64;
 
@@ -245,6 +247,16 @@ impl Scheduler<'_> {
                 let Some(cpus) = self.machine.nodes.get(node).cloned() else {
                     return;
                 };
+                // Homes from memory take at most a quarter of the home
+                // table: the rest stays for the homes operators give.
+                if current.is_none()
+                    && self.memory_homes.given.len() >= self.homes.capacity() / MAX_SHARE_OF_TABLE
+                {
+                    log::debug!(
+                        "memory: cgroup {label}: no home from memory, a quarter of the home table has one"
+                    );
+                    return;
+                }
                 match self.set_cgroup_home(cgid, label.to_string(), &cpus, None) {
                     Ok(()) => {
                         self.memory_homes.given.insert(cgid, Given { node, reason });

@@ -4,7 +4,7 @@
 //! MPOL_MF_MOVE), never onto a node its cpuset does not allow (the kernel
 //! refuses those with EACCES).
 
-use softpart_core::memory_follow::Rate;
+use softpart_core::memory_follow::{Rate, batch_allowance};
 use softpart_core::numa_maps;
 use std::collections::BTreeMap;
 use std::io;
@@ -38,6 +38,9 @@ pub enum Refusal {
     NoMemory,
     /// The rate's second was used up.
     Rate,
+    /// The target node would have fallen under its high watermark plus
+    /// the reserve, or the job's room was used up.
+    Reserve,
     /// The process could not be read or moved by us (no ptrace access:
     /// another user's process without CAP_SYS_PTRACE, or an LSM).
     NotPermitted,
@@ -50,6 +53,7 @@ impl Refusal {
             Refusal::UserPolicy => "user_policy",
             Refusal::SharedOrCpuset => "shared",
             Refusal::Busy => "busy",
+            Refusal::Reserve => "reserve",
             Refusal::NoMemory => "no_memory",
             Refusal::Rate => "rate",
             Refusal::NotPermitted => "not_permitted",
@@ -135,6 +139,23 @@ fn a_thread_set_a_policy(pid: i32) -> bool {
     })
 }
 
+/// What a job may still move: its room and the target's floor (the free
+/// memory the target node keeps: its high watermark plus the reserve).
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub left: u64,
+    pub target: usize,
+    pub floor: u64,
+}
+
+/// The node's free memory now; 0 where it cannot be read (nothing moves).
+fn node_free(node: usize) -> u64 {
+    std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/meminfo"))
+        .ok()
+        .and_then(|t| softpart_core::memstat::node_free_bytes(&t))
+        .unwrap_or(0)
+}
+
 /// What a flush of the pages gathered says: go on, or stop this process
 /// (the rate's second is used up, or the process is gone).
 enum Flushed {
@@ -147,13 +168,30 @@ enum Flushed {
 fn flush(
     pid: i32,
     pages: &mut Vec<*mut libc::c_void>,
-    target: usize,
+    budget: &mut Budget,
     rate: &mut Rate,
     now_ns: u64,
     out: &mut Outcome,
 ) -> io::Result<Flushed> {
     if pages.is_empty() {
         return Ok(Flushed::More);
+    }
+    let target = budget.target;
+    let allowed = batch_allowance(
+        pages.len() as u64 * PAGE,
+        budget.left,
+        node_free(target),
+        budget.floor,
+    );
+    let fit = (allowed / PAGE) as usize;
+    let full = fit < pages.len();
+    if full {
+        *out.refused_pages.entry(Refusal::Reserve).or_default() += (pages.len() - fit) as u64;
+        pages.truncate(fit);
+        if fit == 0 {
+            budget.left = 0;
+            return Ok(Flushed::Stop);
+        }
     }
     let granted = rate.take(now_ns, pages.len() as u64 * PAGE);
     let take = (granted / PAGE) as usize;
@@ -203,8 +241,14 @@ fn flush(
         *out.refused_pages.entry(why).or_default() += 1;
     }
     out.moved_bytes += moved * PAGE;
+    budget.left = budget.left.saturating_sub(moved * PAGE);
+    if full {
+        // The target is at its floor or the job's room is used: the job
+        // ends here.
+        budget.left = 0;
+    }
     rate.give_back(granted - moved * PAGE);
-    Ok(if rate_cut {
+    Ok(if rate_cut || full {
         Flushed::Stop
     } else {
         Flushed::More
@@ -221,7 +265,7 @@ fn flush(
 pub fn move_process(
     pid: i32,
     home_nodes: &[usize],
-    target: usize,
+    budget: &mut Budget,
     rate: &mut Rate,
     now_ns: impl Fn() -> u64,
     stopped: &dyn Fn() -> bool,
@@ -271,7 +315,7 @@ pub fn move_process(
                     off.push(*p);
                     if off.len() == BATCH {
                         if let Flushed::Stop =
-                            flush(pid, &mut off, target, rate, now_ns(), &mut out)?
+                            flush(pid, &mut off, budget, rate, now_ns(), &mut out)?
                         {
                             return Ok(out);
                         }
@@ -283,7 +327,7 @@ pub fn move_process(
             }
         }
     }
-    flush(pid, &mut off, target, rate, now_ns(), &mut out)?;
+    flush(pid, &mut off, budget, rate, now_ns(), &mut out)?;
     Ok(out)
 }
 
@@ -309,9 +353,19 @@ mod tests {
         let buf = vec![1u8; 8 << 20];
         let mut rate = Rate::new(u64::MAX / 4);
         let all: Vec<usize> = (0..64).collect();
-        let out = move_process(std::process::id() as i32, &all, 0, &mut rate, || 0, &|| {
-            false
-        })
+        let mut budget = Budget {
+            left: u64::MAX,
+            target: 0,
+            floor: 0,
+        };
+        let out = move_process(
+            std::process::id() as i32,
+            &all,
+            &mut budget,
+            &mut rate,
+            || 0,
+            &|| false,
+        )
         .unwrap();
         assert_eq!(out.moved_bytes, 0);
         assert!(out.refused_pages.is_empty(), "{out:?}");
@@ -328,6 +382,9 @@ pub struct Job {
     pub home_nodes: Vec<usize>,
     pub target: usize,
     pub max_bytes: u64,
+    /// The free memory the target keeps (its high watermark plus the
+    /// reserve), checked before each batch.
+    pub target_floor: u64,
     /// Set when the tenant's home changed or went: the job ends before its
     /// next batch.
     pub cancel: Arc<AtomicBool>,
@@ -367,15 +424,20 @@ impl Mover {
                     let stopped =
                         || stopping.load(Ordering::Relaxed) || job.cancel.load(Ordering::Relaxed);
                     let (mut moved, mut denied) = (0u64, false);
+                    let mut budget = Budget {
+                        left: job.max_bytes,
+                        target: job.target,
+                        floor: job.target_floor,
+                    };
                     for &pid in &job.pids {
-                        if moved >= job.max_bytes || stopped() {
+                        if budget.left == 0 || stopped() {
                             break;
                         }
                         let cpu0 = crate::traffic::thread_cpu_ns();
                         let mut o = match move_process(
                             pid,
                             &job.home_nodes,
-                            job.target,
+                            &mut budget,
                             &mut rate,
                             now,
                             &stopped,
@@ -484,6 +546,7 @@ mod mover_thread_tests {
             home_nodes: (0..64).collect(),
             target: 0,
             max_bytes: u64::MAX,
+            target_floor: 0,
             cancel: Arc::new(AtomicBool::new(false)),
         }));
         assert_eq!(m.queued(), 1);
@@ -510,6 +573,7 @@ mod mover_thread_tests {
             home_nodes: vec![63],
             target: 63,
             max_bytes: u64::MAX,
+            target_floor: 0,
             cancel: Arc::new(AtomicBool::new(true)),
         });
         let done = until_end(&mut m);

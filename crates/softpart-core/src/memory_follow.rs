@@ -90,6 +90,15 @@ impl Rate {
     }
 }
 
+/// What the next batch of a move may take of `want` bytes: no more than
+/// its job has left (`left`: the room its decision found) nor than the
+/// target node has free above `floor` (its high watermark plus the
+/// reserve) as read just before the batch: other allocations fill a node
+/// too while a move of hundreds of MB goes on.
+pub fn batch_allowance(want: u64, left: u64, free: u64, floor: u64) -> u64 {
+    want.min(left).min(free.saturating_sub(floor))
+}
+
 /// A tenant's move that moved nothing while pages were refused (pinned for
 /// DMA, mapped by another process, kept by a policy, on a node it may not
 /// use: all refused again at once) waits before the next: 10 s, doubling
@@ -343,5 +352,20 @@ mod tests {
             0,
             "nothing refused: only the rate"
         );
+    }
+
+    #[test]
+    fn a_batch_stops_at_the_floor_and_the_jobs_room() {
+        const MB: u64 = 1 << 20;
+        assert_eq!(
+            batch_allowance(16 * MB, 100 * MB, 500 * MB, 300 * MB),
+            16 * MB
+        );
+        assert_eq!(batch_allowance(16 * MB, 4 * MB, 500 * MB, 300 * MB), 4 * MB);
+        assert_eq!(
+            batch_allowance(16 * MB, 100 * MB, 310 * MB, 300 * MB),
+            10 * MB
+        );
+        assert_eq!(batch_allowance(16 * MB, 100 * MB, 290 * MB, 300 * MB), 0);
     }
 }

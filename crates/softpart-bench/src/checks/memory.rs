@@ -59,15 +59,17 @@ fn stat_tenant(
 /// A tenant with more memory away than its home node has room for, its
 /// move cut by a SIGKILL of the scheduler (memory-restart.toml): the
 /// first scheduler had moved some and not all; the second carried on and
-/// stopped at the reserve, node 0 kept its reserve free (less what the
-/// restarted scheduler itself allocated, at most SLACK), no more than the
-/// room moved, and nothing was OOM-killed.
+/// stopped at the reserve; node 0 kept its high watermark plus the
+/// reserve free, less at most SLACK_MB that others allocated after the
+/// last batch (what moved is not held to the room measured at the start:
+/// the killed scheduler's maps are freed on node 0 meanwhile); and nothing
+/// was OOM-killed. With the room checked only when a move was decided,
+/// not before each batch, a single process larger than the room took
+/// node 0 17 MB under that line.
 fn move_outlives_a_restart(r: &Results) -> Result<String> {
     const MB: i64 = 1 << 20;
-    // The room given (64 MB) is measured before the scheduler starts; a
-    // scheduler's maps (about 13 MB a load, two loads) may come from node
-    // 0 too, and the mover reads the room again before each batch.
-    const SLACK_MB: i64 = 32;
+    // Seen: 2-3 MB under the line with the room read before each batch.
+    const SLACK_MB: i64 = 10;
     let run = r.run("memory-restart")?;
     let (_, _, log) = probe_of(run, "n=0; while ! grep -q '^done'")?;
     if !log.contains("restarted enabled") || !log.contains("done") {
@@ -75,7 +77,7 @@ fn move_outlives_a_restart(r: &Results) -> Result<String> {
     }
     let before = stat_tenant(run, "cat /tmp/mr-before.json", "/bench/mem")?;
     let after = stat_tenant(run, "cat /tmp/mr-after.json", "/bench/mem")?;
-    if before.moved_bytes == 0 || before.away_bytes < (16 << 20) {
+    if before.moved_bytes < (8 << 20) || before.away_bytes < (16 << 20) {
         bail!("the kill did not land mid-move: before it {before:?}");
     }
     let reserve_refused = after.refused_bytes.get("reserve").copied().unwrap_or(0);
@@ -107,11 +109,14 @@ fn move_outlives_a_restart(r: &Results) -> Result<String> {
         / MB;
     let ooms = log_value(log, "oom_after ")? - log_value(log, "oom_before ")?;
     let seen = format!(
-        "{} MB moved before the kill, {} after the restart; {moved_mb} MB more on node 0 for a          room of 64; node 0 free {free_after} MB against its high watermark {high_mb} + reserve          {reserve_mb}; {ooms} OOM kills",
+        "{} MB moved before the kill, {} after the restart; {moved_mb} MB more on node 0 (the \
+         room was 64 MB, less what the schedulers' maps took, more what the killed one's gave \
+         back); node 0 free {free_after} MB against its high watermark {high_mb} + reserve \
+         {reserve_mb}; {ooms} OOM kills",
         before.moved_bytes >> 20,
         after.moved_bytes >> 20
     );
-    if free_after < high_mb + reserve_mb - SLACK_MB || moved_mb > 64 + 16 || ooms != 0 {
+    if free_after < high_mb + reserve_mb - SLACK_MB || ooms != 0 {
         bail!("the reserve was not kept: {seen}");
     }
     Ok(seen)
