@@ -202,9 +202,19 @@ impl Scheduler<'_> {
 
     fn look_at_memory(&mut self, cgid: u64, label: &str, now: Instant) {
         let dir = Path::new(config::CGROUP_ROOT).join(label.trim_start_matches('/'));
-        let per_node = std::fs::read_to_string(dir.join("memory.numa_stat"))
+        // memory.current (one counter; it counts page cache and kernel
+        // memory too, so it is never below what can move) first: most
+        // cgroups of a host are small, and memory.numa_stat is built from
+        // every node's counters.
+        let charged: Option<u64> = std::fs::read_to_string(dir.join("memory.current"))
             .ok()
-            .map(|t| memstat::resident_per_node(&memstat::parse_numa_stat(&t)));
+            .and_then(|t| t.trim().parse().ok());
+        let per_node = match charged {
+            Some(c) if c < memory_home::MIN_TENANT_BYTES => Some(Vec::new()),
+            _ => std::fs::read_to_string(dir.join("memory.numa_stat"))
+                .ok()
+                .map(|t| memstat::resident_per_node(&memstat::parse_numa_stat(&t))),
+        };
         let current = self.memory_homes.given.get(&cgid).map(|g| g.node);
         let unreadable = per_node.is_none();
         let Some(per_node) =
