@@ -158,11 +158,16 @@ pub fn text(file: &str, checked: &Checked, extra: &[Finding], live: Option<&Live
             });
         let _ = writeln!(
             out,
-            "  memory  follows the homes, at most {} MB/s, reserve {reserve}",
-            m.rate_bytes_per_s >> 20
+            "  memory  follows the homes, at most {} MB/s, reserve {reserve}; homeless cgroups of \
+             {} MB or more get a home from it",
+            m.rate_bytes_per_s >> 20,
+            crate::memory_home::MIN_TENANT_BYTES >> 20
         );
     } else {
-        let _ = writeln!(out, "  memory  stays where it is (follow = false)");
+        let _ = writeln!(
+            out,
+            "  memory  stays where it is, no homes from it (follow = false)"
+        );
     }
     out
 }
@@ -285,13 +290,16 @@ mod tests {
         );
         assert!(t.contains("live: /m.slice/vm2.scope"), "{t}");
         assert!(
-            t.contains("  memory  follows the homes, at most 64 MB/s, reserve 1/64 of each node\n"),
+            t.contains(
+                "  memory  follows the homes, at most 64 MB/s, reserve 1/64 of each node; \
+                 homeless cgroups of 64 MB or more get a home from it\n"
+            ),
             "{t}"
         );
         let off = check("[memory]\nfollow = false\n", &l);
         let t = text("g", &off, &[], None);
         assert!(
-            t.contains("  memory  stays where it is (follow = false)\n"),
+            t.contains("  memory  stays where it is, no homes from it (follow = false)\n"),
             "{t}"
         );
         let r = report("f", &c, &extra, Some(&live));
