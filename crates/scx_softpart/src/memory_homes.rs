@@ -61,6 +61,9 @@ pub(crate) struct MemoryHomes {
     /// The leaf cgroups by id, from the last walk of the tree; None: the
     /// tree changed since.
     leaves: Option<Vec<(u64, String)>>,
+    /// Cgroups whose home an operator cleared (`softpart prefer --clear`):
+    /// none from memory for them while they live.
+    declined: HashSet<u64>,
 }
 
 impl MemoryHomes {
@@ -69,6 +72,13 @@ impl MemoryHomes {
     pub fn tree_changed(&mut self, live: &std::collections::HashMap<u64, String>) {
         self.leaves = None;
         self.looks.retain(|id, _| live.contains_key(id));
+        self.declined.retain(|id| live.contains_key(id));
+    }
+
+    /// An operator cleared the cgroup's home: a home from its memory
+    /// would undo that within seconds, so it gets none.
+    pub fn decline(&mut self, cgid: u64) {
+        self.declined.insert(cgid);
     }
 
     /// Someone else set or cleared the cgroup's home: it is theirs now.
@@ -180,7 +190,10 @@ impl Scheduler<'_> {
                 break;
             }
             let next = self.memory_homes.looks.get(id).and_then(|l| l.next);
-            if next.is_some_and(|at| at > now) || homed_at_or_above(label, &homed) {
+            if next.is_some_and(|at| at > now)
+                || self.memory_homes.declined.contains(id)
+                || homed_at_or_above(label, &homed)
+            {
                 continue;
             }
             due.push((*id, label.clone()));
@@ -298,6 +311,19 @@ impl Scheduler<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cgroup an operator cleared is declined until it is gone.
+    #[test]
+    fn a_cleared_cgroup_is_declined_while_it_lives() {
+        let mut m = MemoryHomes::default();
+        m.decline(7);
+        let live: std::collections::HashMap<u64, String> =
+            [(7, "/a".to_string())].into_iter().collect();
+        m.tree_changed(&live);
+        assert!(m.declined.contains(&7));
+        m.tree_changed(&Default::default());
+        assert!(!m.declined.contains(&7));
+    }
 
     #[test]
     fn leaves_are_where_no_cgroup_is_below() {

@@ -96,6 +96,9 @@ impl Scheduler<'_> {
                 Target::Cgroup(path) => {
                     let (cgid, dir) = control::check_cgroup(peer, &path, None)?;
                     self.clear_cgroup_home(cgid);
+                    // The operator said "no home": its memory gives it
+                    // none again while the cgroup lives.
+                    self.memory_homes.decline(cgid);
                     Ok(Response::Ok {
                         message: format!("cgroup {}: home cleared", dir.display()),
                     })
