@@ -109,10 +109,7 @@ fn thread_runs(dir: &Path, node_of: impl Fn(usize) -> Option<usize>) -> Vec<(u32
         .take(THREADS_SAMPLED)
         .filter_map(|tid| {
             let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
-            // The command may hold spaces and parentheses: fields count
-            // from the last ')'.
-            let rest = &stat[stat.rfind(')')? + 1..];
-            let cpu: usize = rest.split_whitespace().nth(36)?.parse().ok()?;
+            let cpu = softpart_core::pending::last_cpu_of(&stat)?;
             let sched = std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
             let run: u64 = sched.split_whitespace().next()?.parse().ok()?;
             Some((tid.parse().ok()?, node_of(cpu)?, run))

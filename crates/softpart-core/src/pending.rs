@@ -38,11 +38,22 @@ pub fn task_start_time(tid: u32) -> Option<u64> {
     start_time_of(&stat)
 }
 
-/// Field 22 of a /proc/PID/stat line, counted after the command name
-/// (which may hold spaces and parentheses).
-pub fn start_time_of(stat: &str) -> Option<u64> {
+/// Field `n` (numbered from 1, as proc(5) does) of a /proc/PID/stat line,
+/// from 3 on: counted after the command name, which may hold spaces and
+/// parentheses.
+pub fn stat_field(stat: &str, n: usize) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+}
+
+/// Field 22 of a /proc/PID/stat line: the task's start time.
+pub fn start_time_of(stat: &str) -> Option<u64> {
+    stat_field(stat, 22)
+}
+
+/// Field 39: the CPU the task last ran on.
+pub fn last_cpu_of(stat: &str) -> Option<usize> {
+    stat_field(stat, 39).map(|c| c as usize)
 }
 
 #[cfg(test)]
@@ -56,6 +67,12 @@ mod tests {
         assert_eq!(start_time_of(stat), Some(98765));
         assert_eq!(start_time_of("42 (x) S 1"), None);
         assert_eq!(start_time_of(""), None);
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(
+            last_cpu_of(&own).is_some_and(|c| c < cpus.max(4096)),
+            "{own}"
+        );
         let own = task_start_time(std::process::id()).unwrap();
         assert!(own > 0);
     }
