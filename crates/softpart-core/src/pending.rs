@@ -67,12 +67,12 @@ mod tests {
         assert_eq!(start_time_of(stat), Some(98765));
         assert_eq!(start_time_of("42 (x) S 1"), None);
         assert_eq!(start_time_of(""), None);
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        assert!(
-            last_cpu_of(&own).is_some_and(|c| c < cpus.max(4096)),
-            "{own}"
-        );
+        // Fields 3 to 39 after an odd name, field N holding N.
+        let fields: Vec<String> = (3..=39).map(|n| n.to_string()).collect();
+        let line = format!("42 (a) b) {}", fields.join(" "));
+        assert_eq!(last_cpu_of(&line), Some(39));
+        assert_eq!(stat_field(&line, 22), Some(22));
+        assert_eq!(stat_field(&line, 2), None);
         let own = task_start_time(std::process::id()).unwrap();
         assert!(own > 0);
     }
