@@ -185,7 +185,8 @@ fn homeless_find_their_memory(r: &Results) -> Result<String> {
 /// seconds in and one of its processes killed: the scheduler stays, the
 /// tenant is listed once with its new home, what went to node 0 came back
 /// (most of its memory on node 1), and the move to node 0 stopped well
-/// short of the whole (memory-faults.toml).
+/// short of the whole. A second tenant's cgroup, removed two seconds into
+/// its move, left neither a home nor a memory line (memory-faults.toml).
 fn move_cut_short(r: &Results) -> Result<String> {
     let policy = "softpart:--config /etc/softpart.toml";
     let run = r.run_of("memory-faults", policy)?;
@@ -200,12 +201,22 @@ fn move_cut_short(r: &Results) -> Result<String> {
     if !log.contains("killed ") {
         bail!("no worker was killed: {log}");
     }
+    if !log.contains("removed /bench/gone") {
+        bail!("the second tenant's cgroup was not removed: {log}");
+    }
+    let (_, code, list) = probe_of(run, "softpart list")?;
+    if *code != 0 || list.contains("/bench/gone") {
+        bail!("softpart list (exit {code}) after /bench/gone was removed mid-move: {list}");
+    }
     let (_, code, out) = probe_of(run, "softpart stat --json")?;
     if *code != 0 {
         bail!("softpart stat --json: exit {code}: {out}");
     }
     let v: softpart_core::control::StatView = serde_json::from_str(out)
         .with_context(|| format!("parsing softpart stat --json: {out}"))?;
+    if let Some(t) = v.memory.tenants.iter().find(|t| t.label == "/bench/gone") {
+        bail!("/bench/gone was removed mid-move and keeps a memory line: {t:?}");
+    }
     let lines: Vec<_> = v
         .memory
         .tenants
@@ -239,7 +250,8 @@ fn move_cut_short(r: &Results) -> Result<String> {
     }
     Ok(format!(
         "home changed to node 1 mid-move and a worker killed: {:.0}% of its memory on node 1, \
-         {moved_mb} MB moved in all, one memory line, the scheduler attached",
+         {moved_mb} MB moved in all, one memory line, the scheduler attached; a cgroup removed \
+         mid-move: no home, no memory line left",
         100.0 * on_1
     ))
 }
