@@ -64,7 +64,12 @@ impl Scheduler<'_> {
                 Some(config::Match::Balance(rule)) => {
                     let period = rule.period_ms;
                     let pattern = rule.cgroup.clone();
-                    self.start_balancing(&label, cgid, period, &pattern);
+                    self.start_balancing(
+                        &label,
+                        cgid,
+                        period,
+                        &format!("rule cgroup = {pattern:?}"),
+                    );
                 }
                 None => {}
             }
@@ -112,16 +117,17 @@ impl Scheduler<'_> {
         }
     }
 
-    /// Starts balancing a cgroup (no home of its own, a balance rule
-    /// matches); until its load is known its home is the whole machine (it
-    /// runs as if it had none, with counters of its own).
+    /// Starts balancing a cgroup (no home of its own; a balance rule
+    /// matches, or someone asked); until its load is known its home is the
+    /// whole machine (it runs as if it had none, with counters of its
+    /// own). `why` is logged. Whether it joined.
     pub(crate) fn start_balancing(
         &mut self,
         label: &str,
         cgid: u64,
         period_ms: Option<u64>,
-        rule: &str,
-    ) {
+        why: &str,
+    ) -> bool {
         let period =
             Duration::from_millis(period_ms.unwrap_or(self.balance_period.as_millis() as u64));
         let all = self.machine.cpus.clone();
@@ -131,9 +137,13 @@ impl Scheduler<'_> {
                     cgid,
                     balancer::Balanced::new(label.to_string(), period, self.parts.len()),
                 );
-                info!("balancer: cgroup {label} joins (rule cgroup = {rule:?})");
+                info!("balancer: cgroup {label} joins ({why})");
+                true
             }
-            Err(e) => warn!("balancer: cgroup {label}: {e:#}"),
+            Err(e) => {
+                warn!("balancer: cgroup {label}: {e:#}");
+                false
+            }
         }
     }
 }

@@ -107,9 +107,10 @@ impl Scheduler<'_> {
         cpus: &BTreeSet<usize>,
         softness: Option<Softness>,
     ) -> Result<()> {
-        // Whoever sets it now owns it; a rule's home is marked again by
-        // its caller.
+        // Whoever sets it now owns it; a rule's home and an origin are
+        // marked again by the caller.
         self.rule_homes.remove(&cgid);
+        self.origins.remove(&cgid);
         self.memory_homes.forget(cgid);
         let before = self
             .homes
@@ -138,6 +139,7 @@ impl Scheduler<'_> {
 
     pub(crate) fn clear_cgroup_home(&mut self, cgid: u64) {
         self.rule_homes.remove(&cgid);
+        self.origins.remove(&cgid);
         self.memory_homes.forget(cgid);
         self.balancer.groups.remove(&cgid);
         let _ = self.skel.maps.cgroup_homes.delete(&cgid.to_ne_bytes());

@@ -19,7 +19,6 @@ mod home_maps;
 mod homes;
 mod limits;
 mod load;
-mod logger;
 mod machine;
 mod memory;
 mod memory_homes;
@@ -83,6 +82,9 @@ struct Session {
     cgroup_homes: Vec<(u64, Home)>,
     /// The cgroups whose home a config rule gave, and the rule.
     rule_homes: BTreeMap<u64, String>,
+    /// Who gave the cgroups of `cgroup_homes` their home, where a program
+    /// said (Request::Prefer's origin).
+    origins: BTreeMap<u64, String>,
     /// Scrapes of --metrics, waiting for a snapshot.
     metrics: Option<Receiver<metrics::SnapshotRequest>>,
     restarts: u32,
@@ -237,6 +239,7 @@ impl Session {
             task_homes: restored.tasks,
             cgroup_homes: restored.cgroups,
             rule_homes: BTreeMap::new(),
+            origins: restored.origins,
             metrics,
             restarts: 0,
             reloads: reload::Reloads::started(reload::unix_now()),
@@ -272,6 +275,10 @@ struct Scheduler<'a> {
     cgroup_groups: BTreeMap<u64, String>,
     /// The cgroups whose home a config rule gave, and the rule (reload.rs).
     rule_homes: BTreeMap<u64, String>,
+    /// Who gave a cgroup its home or handed it to the balancer, where a
+    /// program said (softpart-nri: "kubernetes NAMESPACE/POD ..."): its
+    /// source in `softpart list`.
+    origins: BTreeMap<u64, String>,
     /// The cgroups whose home their memory gave (memory_homes.rs).
     memory_homes: memory_homes::MemoryHomes,
     /// The options, for a reload.
@@ -362,6 +369,7 @@ impl<'a> Scheduler<'a> {
             task_homes,
             cgroup_homes,
             rule_homes,
+            origins,
             metrics,
             restarts,
             reloads,
@@ -447,6 +455,7 @@ impl<'a> Scheduler<'a> {
             unenforced: cgroup_scan::unenforced_settings(),
             cgroup_groups: BTreeMap::new(),
             rule_homes: BTreeMap::new(),
+            origins: BTreeMap::new(),
             memory_homes: Default::default(),
             opts: opts.clone(),
             metrics,
@@ -481,6 +490,7 @@ impl<'a> Scheduler<'a> {
             .context("creating the no-home group's statistics")?;
         sched.restore(task_homes, cgroup_homes);
         sched.rule_homes = rule_homes;
+        sched.origins = origins;
         sched.attached.store(true, Ordering::Relaxed);
         if !sched.rules.is_empty() || !sched.balance_rules.is_empty() {
             info!(
@@ -897,9 +907,9 @@ impl<'a> Scheduler<'a> {
             .cgroup_groups
             .iter()
             .filter(|(cgid, _)| self.is_operator_home(**cgid))
-            .filter_map(|(_, label)| {
+            .filter_map(|(cgid, label)| {
                 let h = self.homes.get(self.homes.find(label)?)?;
-                Some((label.clone(), h.clone()))
+                Some((label.clone(), h.clone(), self.origins.get(cgid).cloned()))
             })
             .collect();
         if let Err(e) = state::save(dir, &tasks, &cgroups) {
@@ -921,6 +931,10 @@ impl<'a> Scheduler<'a> {
                 let h = self.homes.get(self.homes.find(label)?)?;
                 Some((cgid, h.clone()))
             })
+            .collect::<Vec<_>>();
+        let origins = cgroup_homes
+            .iter()
+            .filter_map(|(cgid, _)| Some((*cgid, self.origins.get(cgid)?.clone())))
             .collect();
         Session {
             calls: self.calls,
@@ -932,6 +946,7 @@ impl<'a> Scheduler<'a> {
             task_homes,
             cgroup_homes,
             rule_homes: self.rule_homes,
+            origins,
             metrics: self.metrics,
             restarts: self.restarts + 1,
             reloads: self.reloads,
@@ -1049,7 +1064,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<()> {
     let opts = Opts::parse();
-    logger::init(if opts.verbose {
+    softpart_core::logger::init(if opts.verbose {
         log::LevelFilter::Debug
     } else {
         log::LevelFilter::Info

@@ -161,7 +161,9 @@ impl Scheduler<'_> {
         let mut changed = 0;
         for (label, cgid) in live {
             let source = self.home_source(cgid);
-            if source == Source::Operator {
+            // What softpart prefer gave, or another program (an origin),
+            // is not the config's to change.
+            if source == Source::Operator || self.origins.contains_key(&cgid) {
                 continue;
             }
             let wanted = config::match_cgroup(&self.rules, &self.balance_rules, &label, true);
@@ -178,7 +180,12 @@ impl Scheduler<'_> {
                 (Some(Match::Balance(rule)), _) => {
                     let (period, pattern) = (rule.period_ms, rule.cgroup.clone());
                     self.clear_cgroup_home(cgid);
-                    self.start_balancing(&label, cgid, period, &pattern);
+                    self.start_balancing(
+                        &label,
+                        cgid,
+                        period,
+                        &format!("rule cgroup = {pattern:?}"),
+                    );
                 }
                 (None, Source::None | Source::Memory) => continue,
                 (None, _) => {
@@ -208,9 +215,16 @@ impl Scheduler<'_> {
             };
             let source = match self.home_source(cgid) {
                 Source::Rule => format!("config rule {:?}", self.rule_homes[&cgid]),
-                Source::Balancer => "balancer".to_string(),
+                Source::Balancer => match self.origins.get(&cgid) {
+                    Some(o) => format!("balancer, {o}"),
+                    None => "balancer".to_string(),
+                },
                 Source::Memory => self.memory_homes.source(cgid).unwrap_or_default(),
-                _ => "softpart prefer".to_string(),
+                _ => self
+                    .origins
+                    .get(&cgid)
+                    .cloned()
+                    .unwrap_or_else(|| "softpart prefer".to_string()),
             };
             out.push(view("cgroup", label.clone(), h, source));
         }

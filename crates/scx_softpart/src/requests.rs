@@ -28,6 +28,7 @@ impl Scheduler<'_> {
                 target,
                 home,
                 softness,
+                origin,
             } => {
                 let cpus = self.machine.resolve(&home)?;
                 let softness = match softness {
@@ -38,6 +39,9 @@ impl Scheduler<'_> {
                     Target::Pids(pids) => {
                         if pids.is_empty() {
                             bail!("no pid given");
+                        }
+                        if origin.is_some() {
+                            bail!("an origin is given with a cgroup's home only");
                         }
                         // Check every pid before changing anything.
                         let mut tids = Vec::new();
@@ -69,6 +73,9 @@ impl Scheduler<'_> {
                         self.set_cgroup_home(cgid, control::cgroup_label(&dir), &cpus, softness)?;
                         // An explicit home takes the cgroup out of balancing.
                         self.balancer.groups.remove(&cgid);
+                        if let Some(o) = origin {
+                            self.origins.insert(cgid, o);
+                        }
                         Ok(Response::Ok {
                             message: format!(
                                 "cgroup {} now prefers CPUs {}",
@@ -104,6 +111,32 @@ impl Scheduler<'_> {
                     })
                 }
             },
+            Request::Balance { cgroup, origin } => {
+                let (cgid, dir) = control::check_cgroup(peer, &cgroup, None)?;
+                let label = control::cgroup_label(&dir);
+                if self.balancer.groups.contains_key(&cgid) {
+                    if let Some(o) = origin {
+                        self.origins.insert(cgid, o);
+                    }
+                    return Ok(Response::Ok {
+                        message: format!("cgroup {}: balanced already", dir.display()),
+                    });
+                }
+                self.clear_cgroup_home(cgid);
+                let why = origin.clone().unwrap_or_else(|| "softpart".to_string());
+                if !self.start_balancing(&label, cgid, None, &why) {
+                    bail!(
+                        "cgroup {}: the balancer cannot take it (see the log)",
+                        dir.display()
+                    );
+                }
+                if let Some(o) = origin {
+                    self.origins.insert(cgid, o);
+                }
+                Ok(Response::Ok {
+                    message: format!("cgroup {}: the balancer places it", dir.display()),
+                })
+            }
             Request::Show { pid } => Ok(Response::Task(self.show(pid)?)),
             Request::Stat => Ok(Response::Stat(Box::new(self.stat_request()))),
             Request::List => Ok(Response::Homes {

@@ -42,6 +42,9 @@ struct CgroupEntry {
     path: String,
     cpus: String,
     softness: Option<String>,
+    /// Who gave it (Request::Prefer's origin), if a program said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
 }
 
 /// The homes read back: by thread id, and by cgroup id with the cgroup's
@@ -50,6 +53,8 @@ struct CgroupEntry {
 pub(crate) struct Restored {
     pub(crate) tasks: Vec<(u32, Home)>,
     pub(crate) cgroups: Vec<(u64, Home)>,
+    /// Who gave the cgroups theirs, where a program said.
+    pub(crate) origins: std::collections::BTreeMap<u64, String>,
     pub(crate) dropped: usize,
 }
 
@@ -77,7 +82,7 @@ fn home_of(label: String, cpus: &str, softness: &Option<String>) -> Option<Home>
 pub(crate) fn save(
     dir: &Path,
     tasks: &[(u32, u64, Home)],
-    cgroups: &[(String, Home)],
+    cgroups: &[(String, Home, Option<String>)],
 ) -> Result<()> {
     let state = StateFile {
         version: VERSION,
@@ -93,10 +98,11 @@ pub(crate) fn save(
             .collect(),
         cgroups: cgroups
             .iter()
-            .map(|(path, h)| CgroupEntry {
+            .map(|(path, h, origin)| CgroupEntry {
                 path: path.clone(),
                 cpus: cpulist::format(&h.cpus),
                 softness: softness_text(h.softness),
+                origin: origin.clone(),
             })
             .collect(),
     };
@@ -136,7 +142,12 @@ pub(crate) fn load(
             cgroup_id(&c.path),
             home_of(c.path.clone(), &c.cpus, &c.softness),
         ) {
-            (Some(id), Some(h)) => out.cgroups.push((id, h)),
+            (Some(id), Some(h)) => {
+                if let Some(o) = c.origin {
+                    out.origins.insert(id, o);
+                }
+                out.cgroups.push((id, h))
+            }
             _ => out.dropped += 1,
         }
     }
@@ -169,8 +180,16 @@ mod tests {
                 (12, 700, home("pid 12", "4", None)),
             ],
             &[
-                ("/db.slice".to_string(), home("/db.slice", "4-7", None)),
-                ("/gone.slice".to_string(), home("/gone.slice", "0", None)),
+                (
+                    "/db.slice".to_string(),
+                    home("/db.slice", "4-7", None),
+                    Some("kubernetes db/pg-0 node=1".to_string()),
+                ),
+                (
+                    "/gone.slice".to_string(),
+                    home("/gone.slice", "0", None),
+                    None,
+                ),
             ],
         )
         .unwrap();
@@ -189,6 +208,7 @@ mod tests {
         assert_eq!(r.cgroups.len(), 1);
         assert_eq!(r.cgroups[0].0, 77);
         assert_eq!(r.cgroups[0].1.label, "/db.slice");
+        assert_eq!(r.origins[&77], "kubernetes db/pg-0 node=1");
         assert_eq!(r.dropped, 3);
         // No file: nothing to restore. A broken file: an error naming it.
         std::fs::remove_file(dir.join(FILE)).unwrap();

@@ -363,6 +363,7 @@ fn run(cli: Cli) -> std::result::Result<(), Failure> {
                     target,
                     home: home_spec(a.cpus, a.node, a.llc).map_err(with_status(exit::USAGE))?,
                     softness: a.softness,
+                    origin: None,
                 }
             };
             report(call(&cli.socket, &req)?)
@@ -421,6 +422,7 @@ fn run(cli: Cli) -> std::result::Result<(), Failure> {
                 target: Target::Pids(vec![me]),
                 home,
                 softness: a.softness,
+                origin: None,
             };
             // Quiet on success: the command's own output follows. A
             // scheduler that is down does not stop the command (a service

@@ -82,6 +82,19 @@ pub enum Request {
         home: HomeSpec,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         softness: Option<String>,
+        /// Who gives a cgroup this home, shown as its source in `softpart
+        /// list` instead of "softpart prefer" (softpart-nri: "kubernetes
+        /// NAMESPACE/POD[/CONTAINER] VALUE"). Cgroups only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<String>,
+    },
+    /// Hand a cgroup to the group balancer, as a `[[balance]]` rule would,
+    /// replacing any home it has; `origin` as for `Prefer`. The balancer
+    /// keeps it until its home is cleared or set, or the cgroup is gone.
+    Balance {
+        cgroup: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<String>,
     },
     /// Remove the targets' own home (they fall back to their cgroup's).
     Clear { target: Target },
@@ -101,7 +114,10 @@ impl Request {
     pub fn changes_homes(&self) -> bool {
         matches!(
             self,
-            Request::Prefer { .. } | Request::Clear { .. } | Request::Reload
+            Request::Prefer { .. }
+                | Request::Balance { .. }
+                | Request::Clear { .. }
+                | Request::Reload
         )
     }
 }
@@ -341,7 +357,9 @@ pub struct HomeView {
     /// None: the scheduler's --softness.
     pub softness: Option<String>,
     /// "config rule PATTERN", "balancer", "softpart prefer", or "memory: ..."
-    /// (a homeless tenant's home from where its memory or its threads are).
+    /// (a homeless tenant's home from where its memory or its threads are);
+    /// a home given with an origin shows it instead of "softpart prefer",
+    /// and after "balancer, " for a cgroup handed to the balancer.
     pub source: String,
 }
 
@@ -369,6 +387,21 @@ pub enum Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefer_without_an_origin_reads_as_before_and_balance_round_trips() {
+        let old = r#"{"op":"prefer","target":{"cgroup":"/db"},"home":{"node":1}}"#;
+        let r: Request = serde_json::from_str(old).unwrap();
+        assert!(matches!(r, Request::Prefer { origin: None, .. }));
+        assert_eq!(serde_json::to_string(&r).unwrap(), old);
+        let b = Request::Balance {
+            cgroup: "/kubepods.slice/x.slice".into(),
+            origin: Some("kubernetes batch/job".into()),
+        };
+        let text = serde_json::to_string(&b).unwrap();
+        assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), b);
+        assert!(b.changes_homes());
+    }
 
     #[test]
     fn nonzero_rates_name_only_the_causes_with_moves() {

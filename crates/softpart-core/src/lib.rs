@@ -12,6 +12,7 @@ pub mod hist;
 pub mod home_contract;
 pub mod layout;
 pub mod limits;
+pub mod logger;
 pub mod memory_follow;
 pub mod memory_home;
 pub mod memstat;

@@ -88,6 +88,7 @@ mod tests {
                 target: Target::Pids(vec![42]),
                 home: HomeSpec::Node(1),
                 softness: None,
+                origin: None,
             },
         };
         let text = serde_json::to_string(&p).unwrap();

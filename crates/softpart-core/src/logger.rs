@@ -1,8 +1,9 @@
-//! The log, on stderr. When stderr is the journal (systemd says so in
-//! `JOURNAL_STREAM`, the device and inode of the stream it gave), each line
-//! starts with its syslog priority, `<4>` for a warning, which journald
-//! takes off and keeps as the entry's priority: `journalctl -p warning`
-//! then finds a refused reload. Elsewhere lines are plain text.
+//! The daemons' log (scx_softpart, softpart-nri), on stderr. When stderr
+//! is the journal (systemd says so in `JOURNAL_STREAM`, the device and
+//! inode of the stream it gave), each line starts with its syslog
+//! priority, `<4>` for a warning, which journald takes off and keeps as
+//! the entry's priority: `journalctl -p warning` then finds a refused
+//! reload. Elsewhere lines are plain text.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use std::io::Write;
