@@ -5,6 +5,7 @@ mod agent;
 mod balancer_moves;
 mod callback_costs;
 mod checks;
+mod cri;
 mod freeze;
 mod guest;
 mod memory;
@@ -70,6 +71,9 @@ enum Cmd {
     /// balanced cgroup; reports how long the group balancer took to settle
     /// again (see scenarios/experiments/balance-phase.toml).
     Phase(phase::PhaseOpts),
+    /// A CRI client, for a guest test: run, stop and remove pods through
+    /// containerd as the kubelet does.
+    Cri(cri::CriOpts),
     /// (inside the guest) Execute a plan; started by the guest's init.
     #[command(hide = true)]
     Agent { plan: PathBuf },
@@ -144,6 +148,7 @@ fn main() -> Result<()> {
         }
         Cmd::Reaction(o) => reaction::main(o),
         Cmd::Phase(o) => phase::main(o),
+        Cmd::Cri(o) => cri::main(o),
     }
 }
 
