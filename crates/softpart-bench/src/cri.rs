@@ -185,7 +185,8 @@ fn sandbox_config(o: &UpOpts) -> Result<api::PodSandboxConfig> {
     meta.uid = o.uid.clone();
     let mut c = api::PodSandboxConfig::new();
     c.metadata = Some(meta).into();
-    c.hostname = o.name.clone();
+    // Host network shares the host's UTS namespace too: no hostname of
+    // its own (runc refuses one), as the kubelet sends for such pods.
     c.log_directory = format!("/var/log/pods/{}_{}_{}", o.namespace, o.name, o.uid);
     c.annotations = o.annotations.iter().cloned().collect::<HashMap<_, _>>();
     c.linux = Some(linux).into();

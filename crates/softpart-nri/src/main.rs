@@ -33,9 +33,10 @@ struct Opts {
     /// scx_softpart's control socket
     #[arg(long, env = "SOFTPART_SOCKET", default_value = softpart_core::control::DEFAULT_SOCKET)]
     socket: PathBuf,
-    /// Log every home given and cleared, not only what went wrong
+    /// Log only what went wrong, not each registration and each home
+    /// given and cleared
     #[arg(short, long)]
-    verbose: bool,
+    quiet: bool,
 }
 
 /// How long the plugin waits before connecting again after containerd
@@ -44,10 +45,10 @@ const RECONNECT: Duration = Duration::from_secs(1);
 
 fn main() -> Result<()> {
     let opts = Opts::parse();
-    softpart_core::logger::init(if opts.verbose {
-        LevelFilter::Info
-    } else {
+    softpart_core::logger::init(if opts.quiet {
         LevelFilter::Warn
+    } else {
+        LevelFilter::Info
     })?;
     let given = std::env::args_os()
         .any(|a| a == "--config" || a.to_string_lossy().starts_with("--config="));

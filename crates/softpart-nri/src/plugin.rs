@@ -272,6 +272,11 @@ fn apply(
                 }
             },
             Err(CallError::Refused(why)) => {
+                // Named by what asked for it: the pod, the annotation's value.
+                let why = match &action {
+                    Action::Give { wanted, .. } => format!("{} ({})", why, wanted.origin),
+                    Action::Clear { .. } => why,
+                };
                 refusals.insert(cgroup, why);
             }
             Err(e @ CallError::Down(_)) => return Err(e),
