@@ -27,7 +27,7 @@ setup:
 # them needs, nothing else.
 host-build:
 	bash scripts/setup.sh --host
-	$(ENV) cargo build --release --locked -p scx_softpart -p softpart-cli -p softpart-observer
+	$(ENV) cargo build --release --locked -p scx_softpart -p softpart-cli -p softpart-observer -p softpart-nri
 
 # The binaries (softpart-observe too: it measures the default scheduler
 # before a switch), their man pages and shell completions, the systemd
@@ -36,30 +36,38 @@ host-build:
 # (or `make build`) first, as yourself; install as root.
 install:
 	@test -x target/release/scx_softpart -a -x target/release/softpart -a -x target/release/softpart-mangen \
-	  -a -x target/release/softpart-observe || \
+	  -a -x target/release/softpart-observe -a -x target/release/softpart-nri || \
 	  { echo "install: no binaries in target/release: run make host-build first" >&2; exit 1; }
 	install -D -m 755 target/release/scx_softpart $(DESTDIR)$(SBINDIR)/scx_softpart
 	install -D -m 755 target/release/softpart $(DESTDIR)$(BINDIR)/softpart
 	install -D -m 755 target/release/softpart-observe $(DESTDIR)$(BINDIR)/softpart-observe
+	install -D -m 755 target/release/softpart-nri $(DESTDIR)$(BINDIR)/softpart-nri
 	target/release/softpart-mangen $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -d $(DESTDIR)$(UNITDIR)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
 	  packaging/softpart.service.in > $(DESTDIR)$(UNITDIR)/softpart.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/softpart.service
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
+	  packaging/softpart-nri.service.in > $(DESTDIR)$(UNITDIR)/softpart-nri.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/softpart-nri.service
 	install -D -m 644 packaging/softpart.tmpfiles $(DESTDIR)$(TMPFILESDIR)/softpart.conf
 	install -D -m 644 packaging/softpart.toml $(DESTDIR)$(DOCDIR)/softpart.toml.example
 	install -D -m 644 docs/config.md $(DESTDIR)$(DOCDIR)/config.md
 	test -e $(DESTDIR)/etc/softpart/softpart.toml || \
 	  install -D -m 644 packaging/softpart.toml $(DESTDIR)/etc/softpart/softpart.toml
+	install -D -m 644 packaging/nri.toml $(DESTDIR)$(DOCDIR)/nri.toml.example
+	test -e $(DESTDIR)/etc/softpart/nri.toml || \
+	  install -D -m 644 packaging/nri.toml $(DESTDIR)/etc/softpart/nri.toml
 	@# On a live system (no DESTDIR) make the runtime directory now, as boot would.
 	if [ -z "$(DESTDIR)" ] && command -v systemd-tmpfiles >/dev/null; then \
 	  systemd-tmpfiles --create $(TMPFILESDIR)/softpart.conf; fi
 
-# What `make install` put in place, but /etc/softpart/softpart.toml (your
-# config) and /run/softpart (the homes of running tasks, gone at reboot).
+# What `make install` put in place, but /etc/softpart/softpart.toml and
+# /etc/softpart/nri.toml (your config) and /run/softpart (the homes of running tasks, gone at reboot).
 # Stop the service first: `systemctl disable --now softpart`.
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/scx_softpart $(DESTDIR)$(BINDIR)/softpart $(DESTDIR)$(BINDIR)/softpart-observe
+	rm -f $(DESTDIR)$(BINDIR)/softpart-nri $(DESTDIR)$(UNITDIR)/softpart-nri.service
 	rm -f $(DESTDIR)$(UNITDIR)/softpart.service $(DESTDIR)$(TMPFILESDIR)/softpart.conf
 	rm -f $(DESTDIR)$(MANDIR)/man8/scx_softpart.8 $(DESTDIR)$(MANDIR)/man1/softpart*.1 $(DESTDIR)$(MANDIR)/man5/softpart.toml.5
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/softpart $(DESTDIR)$(ZSHCOMPDIR)/_softpart
