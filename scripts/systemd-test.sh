@@ -4,7 +4,8 @@
 # PostgreSQL from Debian's packages, the project's guest kernel, 2 NUMA
 # nodes of 2 CPUs under QEMU TCG. The guest runs
 # tests/systemd/guest-test.sh, which runs README's quick start verbatim,
-# then reload, restart, metrics, stop, and `softpart exec` while stopped;
+# then reload, restart, metrics, stop, and `softpart exec` while stopped,
+# then a Kubernetes node's pods through containerd and softpart-nri;
 # it reports TAP on the second serial port. Passes when every planned
 # check says ok and the kernel logged no sched_ext error, BUG or WARNING.
 #
@@ -30,11 +31,13 @@ make -s -C "$here" install DESTDIR="$spare" PREFIX=/usr/local >/dev/null
 make -s -C "$here" uninstall DESTDIR="$spare" PREFIX=/usr/local >/dev/null
 left=$(cd "$spare" && find . -type f | sort)
 rm -rf "$spare"
-if [ "$left" != "./etc/softpart/softpart.toml" ]; then
+if [ "$left" != "$(printf './etc/softpart/nri.toml\n./etc/softpart/softpart.toml')" ]; then
   echo "systemd-test: make uninstall left files behind:" >&2; echo "$left" >&2; exit 1
 fi
-echo "systemd-test: make uninstall removes all make install put in place but /etc/softpart/softpart.toml"
+echo "systemd-test: make uninstall removes all make install put in place but /etc/softpart/{softpart,nri}.toml"
 install -D -m 755 "$here/target/release/softpart-observe" "$overlay/usr/local/bin/softpart-observe"
+# The CRI client that drives containerd as the kubelet would.
+install -D -m 755 "$here/target/release/softpart-bench" "$overlay/usr/local/bin/softpart-bench"
 install -D -m 755 "$here/tests/systemd/guest-test.sh" "$overlay/usr/local/libexec/softpart-test/guest-test.sh"
 install -D -m 644 "$here/tests/systemd/softpart-test.service" "$overlay/etc/systemd/system/softpart-test.service"
 mkdir -p "$overlay/etc/systemd/system/multi-user.target.wants"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs inside the systemd guest (scripts/systemd-test.sh boots it: Debian
-# trixie, systemd as PID 1, PostgreSQL from Debian's packages, softpart
-# from `make install`; 2 NUMA nodes of 2 CPUs, node 0 = CPUs 0-1). Does
+# trixie, systemd as PID 1, PostgreSQL and containerd from Debian's
+# packages, softpart and softpart-nri from `make install`; 2 NUMA nodes of
+# 2 CPUs, node 0 = CPUs 0-1). Does
 # what an operator does, in order, and reports each check as a TAP line on
 # the second serial port; evidence lines start with '#'.
 exec >/dev/ttyS1 2>&1
@@ -11,7 +12,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:$PATH
 PG_UNIT=postgresql@17-main.service
 PG_CG=/system.slice/system-postgresql.slice/$PG_UNIT
 METRICS=http://127.0.0.1:17321/metrics
-CHECKS=26
+CHECKS=38
 echo "1..$CHECKS"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -206,5 +207,98 @@ show /tmp/list
 check "once the service is up again, the thread softpart exec started is homed on node 1 (CPUs 2-3)" \
   grep -Eq "^threads .*[ ,]$late[ ,].*CPUs 2-3 " /tmp/list
 kill "$late"
+
+# 6. A Kubernetes node: containerd with NRI and the systemd cgroup driver,
+# softpart-nri as installed, pods run, stopped and removed by a CRI client
+# as the kubelet does (softpart-bench cri). Node 1 is CPUs 2-3.
+cat > /etc/containerd/config.toml <<'END'
+version = 2
+[plugins."io.containerd.nri.v1.nri"]
+  disable = false
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.8"
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "native"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+  NoPivotRoot = true
+END
+printf 'namespaces = ["db"]\n' > /etc/softpart/nri.toml
+systemctl start containerd
+wait_for 600 test -S /var/run/nri/nri.sock
+for img in pause:registry.k8s.io/pause busybox:docker.io/library/busybox; do
+  tar -C "/opt/images/${img%%:*}" -cf "/tmp/${img%%:*}.tar" .
+  ctr -n k8s.io images import --snapshotter native --base-name "${img#*:}" "/tmp/${img%%:*}.tar" | show
+done
+systemctl start softpart-nri
+nri_log() { journalctl -q -o cat -u softpart-nri > /tmp/nri.log; grep -Fq -- "$1" /tmp/nri.log; }
+check "softpart-nri registered with containerd" \
+  wait_for 300 nri_log "registered with containerd as 90-softpart"
+spin() { softpart-bench cri up "$@" -- sh -c 'while :; do :; done' > "/tmp/pod.$2" 2>&1; }
+idle() { softpart-bench cri up "$@" -- busybox sleep 3600 > "/tmp/pod.$2" 2>&1; }
+pod_of() { sed -n 's/^pod //p' "/tmp/pod.$1"; }
+slice() { echo "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${1//-/_}.slice"; }
+# An annotated pod, CPU-bound, in an allowed namespace; one without.
+spin --name pg-0 --namespace db --uid a-1 --annotation home.softpart.io/pod=node=1
+show /tmp/pod.pg-0
+idle --name plain --namespace db --uid a-2
+check "an annotated pod's cgroup is homed on node 1 by softpart-nri, its pod named" \
+  wait_for 150 listed "^cgroup +$(slice a-1) +CPUs 2-3 .*\(kubernetes db/pg-0 node=1\)"
+show /tmp/list
+softpart-observe --json --prefix "$(slice a-1)" -- sleep 4 > /tmp/observed.json
+read -r k0 k1 < <(jq -r '[.groups[] | .node_cpu_s] | transpose | map(add | tostring) | join(" ")' /tmp/observed.json)
+check "its threads ran at least 90% on node 1 ($(share "$k1" "$k0"))" \
+  awk -v a="${k0:-x}" -v b="${k1:-x}" 'BEGIN { exit !(a ~ /^[0-9.e+-]+$/ && b ~ /^[0-9.e+-]+$/ && a + b >= 1 && b >= 0.9 * (a + b)) }'
+check "the pod without an annotation has no home" bash -c "! grep -q '$(slice a-2)' /tmp/list"
+softpart-bench cri down "$(pod_of pg-0)"
+# A balanced pod; a pod whose container has its own home.
+spin --name batch --namespace db --uid a-3 --annotation balance.softpart.io/pod=true
+idle --name pg-1 --namespace db --uid a-4 --annotation home.softpart.io/container.main=cpus=3
+check "a balance pod is placed by the balancer" \
+  wait_for 300 listed "^cgroup +$(slice a-3) .*\(balancer, kubernetes db/batch\)"
+check "a container's own home is given to its scope" \
+  wait_for 150 listed "^cgroup +$(slice a-4)/cri-containerd-.*\.scope +CPUs 3 .*\(kubernetes db/pg-1/main cpus=3\)"
+softpart-bench cri down "$(pod_of batch)"
+softpart-bench cri stop "$(sed -n 's/^container main //p' /tmp/pod.pg-1)"
+check "stopping the container and removing the pods cleared their homes" \
+  wait_for 150 bash -c "softpart list > /tmp/list; ! grep -Eq 'kubernetes db/(pg-0|batch|pg-1)' /tmp/list"
+show /tmp/list
+# The plugin down, then the scheduler down: pods start homeless, homes
+# come when each is back.
+systemctl stop softpart-nri
+idle --name late --namespace db --uid a-5 --annotation home.softpart.io/pod=node=1
+late_rc=$?
+systemctl stop softpart
+idle --name later --namespace db --uid a-6 --annotation home.softpart.io/pod=node=0
+later_rc=$?
+check "pods start while the plugin and the scheduler are down (exit $late_rc, $later_rc)" \
+  [ "$late_rc" = 0 -a "$later_rc" = 0 ]
+systemctl start softpart softpart-nri
+check "once both are back, those pods have their homes" \
+  wait_for 200 bash -c "softpart list > /tmp/list; grep -Eq '^cgroup +$(slice a-5) +CPUs 2-3 ' /tmp/list && grep -Eq '^cgroup +$(slice a-6) +CPUs 0-1 ' /tmp/list"
+show /tmp/list
+# A home taken away behind the plugin's back comes back at its restart.
+softpart prefer --cgroup "$(slice a-5)" --clear | show
+systemctl restart softpart-nri
+check "after a restart the plugin gives exactly the running pods' homes back" \
+  wait_for 200 bash -c "softpart list > /tmp/list; [ \$(grep -c 'kubernetes ' /tmp/list) = 2 ] && grep -Eq '^cgroup +$(slice a-5) +CPUs 2-3 ' /tmp/list"
+# A malformed annotation, and a namespace not allowed: the pods start.
+idle --name bad --namespace db --uid a-7 --annotation home.softpart.io/pod=node=x
+bad_rc=$?
+idle --name front --namespace web --uid a-8 --annotation home.softpart.io/pod=node=1
+front_rc=$?
+sleep 1
+journalctl -q -o cat -u softpart-nri > /tmp/nri.log
+grep -F ' ignored' /tmp/nri.log | show
+check "a malformed annotation and a namespace not allowed: the pods start (exit $bad_rc, $front_rc), one log line each names the pod and the value" \
+  bash -c "[ $bad_rc = 0 -a $front_rc = 0 ] && grep -qF 'pod db/bad: annotation home.softpart.io/pod=\"node=x\" ignored' /tmp/nri.log && grep -qF 'pod web/front: annotation home.softpart.io/pod=\"node=1\" ignored: namespace' /tmp/nri.log"
+# containerd restarts: the plugin connects again, the homes stay right.
+registered=$(journalctl -q -o cat -u softpart-nri | grep -c 'registered with containerd')
+systemctl restart containerd
+check "after containerd's restart the plugin registered again and the homes are there" \
+  wait_for 600 bash -c "[ \$(journalctl -q -o cat -u softpart-nri | grep -c 'registered with containerd') -gt $registered ] && softpart list > /tmp/list && grep -Eq '^cgroup +$(slice a-6) +CPUs 0-1 ' /tmp/list"
+for p in late later bad front plain pg-1; do softpart-bench cri down "$(pod_of $p)" > /dev/null 2>&1; done
 check "all $CHECKS checks ran" [ "$n" = $((CHECKS - 1)) ]
 echo "# done"
