@@ -38,10 +38,23 @@ pub fn events() -> i32 {
     .fold(0, |m, e| m | (1 << (*e as i32 - 1)))
 }
 
+/// The field of a newer NRI's SynchronizeRequest (`more`) saying that
+/// more pods and containers follow in another call, and of its response
+/// saying that the plugin takes them so: not in NRI 0.6.1's proto, read
+/// and written as unknown fields.
+const SYNC_MORE: u32 = 3;
+const SYNC_RESPONSE_MORE: u32 = 2;
+
 /// What the NRI service and the worker share.
 pub struct Shared {
     pub node: Mutex<Node>,
     pub changed: Notify,
+    /// The model holds what containerd said in a whole Synchronize since
+    /// the plugin (re)connected: until then the worker changes nothing
+    /// (an empty model would clear every home the plugin gave).
+    pub synced: std::sync::atomic::AtomicBool,
+    /// A Synchronize split over several calls is under way.
+    syncing: std::sync::atomic::AtomicBool,
     /// Annotations that gave nothing, since start (the metric).
     pub ignored: std::sync::atomic::AtomicU64,
 }
@@ -51,6 +64,8 @@ impl Shared {
         Arc::new(Shared {
             node: Mutex::new(node),
             changed: Notify::new(),
+            synced: Default::default(),
+            syncing: Default::default(),
             ignored: Default::default(),
         })
     }
@@ -116,7 +131,15 @@ impl api_ttrpc::Plugin for Service {
         _ctx: &TtrpcContext,
         req: api::SynchronizeRequest,
     ) -> ttrpc::Result<api::SynchronizeResponse> {
-        {
+        use protobuf::UnknownValueRef;
+        use std::sync::atomic::Ordering::Relaxed;
+        let more = matches!(
+            req.special_fields.unknown_fields().get(SYNC_MORE),
+            Some(UnknownValueRef::Varint(v)) if v != 0
+        );
+        // The first call of a Synchronize starts the model again; the
+        // calls that follow a `more` add to it.
+        if !self.shared.syncing.swap(more, Relaxed) {
             let mut node = self.shared.node.lock().unwrap();
             node.pods.clear();
             node.containers.clear();
@@ -124,22 +147,29 @@ impl api_ttrpc::Plugin for Service {
         for p in &req.pods {
             self.shared.pod_seen(p);
         }
-        let mut running = 0;
         for c in &req.containers {
             if matches!(
                 c.state.enum_value(),
                 Ok(api::ContainerState::CONTAINER_CREATED | api::ContainerState::CONTAINER_RUNNING)
             ) {
                 self.shared.container_seen(c);
-                running += 1;
             }
         }
-        info!(
-            "synchronized: {} pod(s), {running} container(s) created or running",
-            req.pods.len()
-        );
+        let mut resp = api::SynchronizeResponse::default();
+        if more {
+            resp.special_fields
+                .mut_unknown_fields()
+                .add_varint(SYNC_RESPONSE_MORE, 1);
+            return Ok(resp);
+        }
+        let (pods, containers) = {
+            let node = self.shared.node.lock().unwrap();
+            (node.pods.len(), node.containers.len())
+        };
+        info!("synchronized: {pods} pod(s), {containers} container(s) created or running");
+        self.shared.synced.store(true, Relaxed);
         self.shared.changed.notify_one();
-        Ok(api::SynchronizeResponse::default())
+        Ok(resp)
     }
 
     async fn shutdown(&self, _ctx: &TtrpcContext, _: api::Empty) -> ttrpc::Result<api::Empty> {
@@ -221,6 +251,10 @@ pub async fn worker(shared: Arc<Shared>, socket: PathBuf) {
     let mut said: BTreeMap<String, String> = BTreeMap::new();
     let mut down_said = false;
     loop {
+        if !shared.synced.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = tokio::time::timeout(RECHECK, shared.changed.notified()).await;
+            continue;
+        }
         let wanted = shared.node.lock().unwrap().wanted();
         let sock = socket.clone();
         let done = tokio::task::spawn_blocking(move || apply(&sock, &wanted)).await;
@@ -294,6 +328,11 @@ pub async fn serve(
     index: &str,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
+    // What the model holds is what an earlier connection said: nothing is
+    // changed until this one's Synchronize.
+    shared
+        .synced
+        .store(false, std::sync::atomic::Ordering::Relaxed);
     let split = mux::split(socket);
     let service = Arc::new(Service { shared }) as Arc<dyn api_ttrpc::Plugin + Send + Sync>;
     let listener = ttrpc::r#async::transport::Listener::new(
