@@ -4,6 +4,7 @@
 pub mod annotations;
 pub mod cgroup_path;
 pub mod config;
+pub mod metrics;
 pub mod mux;
 pub mod plugin;
 pub mod proto;

@@ -33,6 +33,11 @@ struct Opts {
     /// scx_softpart's control socket
     #[arg(long, env = "SOFTPART_SOCKET", default_value = softpart_core::control::DEFAULT_SOCKET)]
     socket: PathBuf,
+    /// Serve the plugin's counters as OpenMetrics at http://ADDR/metrics
+    /// (annotations ignored by why, homes refused, homes wanted, whether
+    /// containerd and scx_softpart answer), e.g. 127.0.0.1:17322
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// Log only what went wrong, not each registration and each home
     /// given and cleared
     #[arg(short, long)]
@@ -62,6 +67,9 @@ fn main() -> Result<()> {
 
 async fn run(opts: Opts, cfg: Config) -> Result<()> {
     let shared = Shared::new(Node::new(cfg.allowed.clone()));
+    if let Some(addr) = &opts.metrics {
+        softpart_nri::metrics::serve(addr, shared.clone())?;
+    }
     tokio::spawn(plugin::worker(shared.clone(), opts.socket.clone()));
     // Started by containerd: one connection, handed over; the plugin ends
     // with it (containerd starts it again).

@@ -55,8 +55,9 @@ pub struct Shared {
     pub synced: std::sync::atomic::AtomicBool,
     /// A Synchronize split over several calls is under way.
     syncing: std::sync::atomic::AtomicBool,
-    /// Annotations that gave nothing, since start (the metric).
-    pub ignored: std::sync::atomic::AtomicU64,
+    /// scx_softpart answered the worker's last pass.
+    pub softpart_up: std::sync::atomic::AtomicBool,
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Shared {
@@ -66,7 +67,8 @@ impl Shared {
             changed: Notify::new(),
             synced: Default::default(),
             syncing: Default::default(),
-            ignored: Default::default(),
+            softpart_up: Default::default(),
+            metrics: Default::default(),
         })
     }
 
@@ -89,9 +91,8 @@ impl Shared {
                 "pod {}: annotation {}={:?} ignored: {}",
                 i.pod, i.key, i.value, i.reason
             );
+            self.metrics.ignored(i.kind);
         }
-        self.ignored
-            .fetch_add(ignored.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn container_seen(&self, c: &api::Container) {
@@ -260,6 +261,9 @@ pub async fn worker(shared: Arc<Shared>, socket: PathBuf) {
         let done = tokio::task::spawn_blocking(move || apply(&sock, &wanted)).await;
         match done {
             Ok(Ok(refusals)) => {
+                shared
+                    .softpart_up
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 if down_said {
                     info!("scx_softpart answers again on {}", socket.display());
                     down_said = false;
@@ -268,11 +272,15 @@ pub async fn worker(shared: Arc<Shared>, socket: PathBuf) {
                 for (cg, why) in refusals {
                     if said.get(&cg) != Some(&why) {
                         warn!("cgroup {cg}: scx_softpart refused its home: {why}");
+                        shared.metrics.refused.inc();
                         said.insert(cg, why);
                     }
                 }
             }
             Ok(Err(e)) => {
+                shared
+                    .softpart_up
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
                 if !down_said {
                     warn!("scx_softpart does not answer ({e}): homes wait for it");
                     down_said = true;

@@ -55,6 +55,9 @@ pub struct Ignored {
     pub key: String,
     pub value: String,
     pub reason: String,
+    /// The metric's label: "malformed", "namespace" (not allowed) or
+    /// "cgroup" (a cgroup parent the plugin cannot read).
+    pub kind: &'static str,
 }
 
 /// The namespaces whose pods may have homes from their annotations.
@@ -110,6 +113,7 @@ impl Node {
                     key,
                     value,
                     reason: format!("namespace {namespace:?} is not among the allowed ones"),
+                    kind: "namespace",
                 });
             }
             PodAsks::default()
@@ -121,6 +125,7 @@ impl Node {
                     key: key.clone(),
                     value: value.clone(),
                     reason: reason.clone(),
+                    kind: "malformed",
                 });
             }
             let asks_any = asks.home.is_some() || asks.balance || !asks.containers.is_empty();
@@ -130,6 +135,7 @@ impl Node {
                     key: "cgroup_parent".to_string(),
                     value: cgroup_parent.to_string(),
                     reason: "not a cgroup path or a systemd slice".to_string(),
+                    kind: "cgroup",
                 });
             }
             asks

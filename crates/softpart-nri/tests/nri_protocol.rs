@@ -350,7 +350,11 @@ async fn a_runtime_registers_the_plugin_synchronizes_it_and_the_homes_follow_the
         ..Default::default()
     };
     client.synchronize(ctx(), &sync).await.unwrap();
-    assert_eq!(shared.ignored.load(std::sync::atomic::Ordering::Relaxed), 1);
+    let scrape = softpart_nri::metrics::render(&shared).unwrap();
+    assert!(
+        scrape.contains("softpart_nri_annotations_ignored_total{reason=\"namespace\"} 1"),
+        "{scrape}"
+    );
     eventually("pg-0's home given", || {
         seen.lock().unwrap().iter().any(|r| {
             matches!(r, Request::Prefer { target: softpart_core::control::Target::Cgroup(cg), origin: Some(o), .. }
