@@ -8,12 +8,13 @@
 use crate::cli::CgroupSeries;
 use crate::stats::{RawCounters, Snapshot};
 use anyhow::{Context, Result};
-use log::{info, warn};
+use log::info;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use softpart_core::hist;
+use softpart_core::metrics_http::Scrape as Served;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
@@ -687,43 +688,22 @@ pub fn serve(
     attached: Arc<AtomicBool>,
     cgroups: CgroupSeries,
 ) -> Result<Receiver<SnapshotRequest>> {
-    let server =
-        tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
     let (tx, rx): (Sender<SnapshotRequest>, _) = std::sync::mpsc::channel();
+    let render = move || {
+        let (reply, answer) = sync_channel(1);
+        let snap = tx
+            .send(reply)
+            .ok()
+            .and_then(|()| answer.recv_timeout(Duration::from_secs(5)).ok())
+            .or_else(|| (!attached.load(Ordering::Relaxed)).then(Snapshot::default));
+        match snap.map(|snap| encode(snap, cgroups)) {
+            Some(Ok(t)) => Served::Text(t),
+            Some(Err(e)) => Served::Failed(format!("{e:#}")),
+            None => Served::Unavailable("the scheduler did not answer".into()),
+        }
+    };
+    softpart_core::metrics_http::serve(addr, render)?;
     info!("metrics at http://{addr}/metrics");
-    std::thread::Builder::new()
-        .name("metrics".into())
-        .spawn(move || {
-            for req in server.incoming_requests() {
-                let resp = if req.url() != "/metrics" {
-                    tiny_http::Response::from_string("not found: try /metrics\n")
-                        .with_status_code(404)
-                } else {
-                    let (reply, answer) = sync_channel(1);
-                    let text = tx
-                        .send(reply)
-                        .ok()
-                        .and_then(|()| answer.recv_timeout(Duration::from_secs(5)).ok())
-                        .or_else(|| (!attached.load(Ordering::Relaxed)).then(Snapshot::default))
-                        .map(|snap| encode(snap, cgroups));
-                    match text {
-                        Some(Ok(t)) => tiny_http::Response::from_string(t).with_header(
-                            "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"
-                                .parse::<tiny_http::Header>()
-                                .expect("a valid header"),
-                        ),
-                        Some(Err(e)) => tiny_http::Response::from_string(format!("{e:#}\n"))
-                            .with_status_code(500),
-                        None => tiny_http::Response::from_string("the scheduler did not answer\n")
-                            .with_status_code(503),
-                    }
-                };
-                if let Err(e) = req.respond(resp) {
-                    warn!("metrics: answering a scrape: {e}");
-                }
-            }
-        })
-        .context("starting the metrics thread")?;
     Ok(rx)
 }
 

@@ -16,6 +16,7 @@ pub mod logger;
 pub mod memory_follow;
 pub mod memory_home;
 pub mod memstat;
+pub mod metrics_http;
 pub mod numa_maps;
 pub mod overfull;
 pub mod partition;

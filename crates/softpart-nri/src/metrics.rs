@@ -11,6 +11,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use softpart_core::metrics_http::Scrape;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -74,32 +75,12 @@ pub fn render(shared: &Shared) -> Result<String> {
     Ok(text)
 }
 
-/// Serves `GET /metrics` on `addr` from a thread of its own.
+/// Serves `GET /metrics` on `addr`.
 pub fn serve(addr: &str, shared: Arc<Shared>) -> Result<()> {
-    let server =
-        tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
-    std::thread::Builder::new()
-        .name("metrics".into())
-        .spawn(move || {
-            for req in server.incoming_requests() {
-                let resp = if req.url() != "/metrics" {
-                    tiny_http::Response::from_string("not found: try /metrics\n")
-                        .with_status_code(404)
-                } else {
-                    match render(&shared) {
-                        Ok(t) => tiny_http::Response::from_string(t).with_header(
-                            "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"
-                                .parse::<tiny_http::Header>()
-                                .expect("a valid header"),
-                        ),
-                        Err(e) => tiny_http::Response::from_string(format!("{e:#}\n"))
-                            .with_status_code(500),
-                    }
-                };
-                let _ = req.respond(resp);
-            }
-        })
-        .context("starting the metrics thread")?;
+    softpart_core::metrics_http::serve(addr, move || match render(&shared) {
+        Ok(t) => Scrape::Text(t),
+        Err(e) => Scrape::Failed(format!("{e:#}")),
+    })?;
     Ok(())
 }
 
