@@ -48,6 +48,10 @@ awk '/^## Quick start/ { on = 1; next } on && /^## / { exit }
      on && /^    / { sub(/^    /, ""); print; got = 1; next } on && got { exit }' \
   "$here/README.md" > "$overlay/root/quickstart.sh"
 [ -s "$overlay/root/quickstart.sh" ] || { echo "systemd-test: no quick start block in README.md" >&2; exit 1; }
+# docs/recipes.md's Kubernetes recipe: the indented block in its paragraph.
+awk '/^\*\*Kubernetes\.\*\*/ { on = 1; next } on && /^    / { sub(/^    /, ""); print; got = 1; next }
+     on && got { exit }' "$here/docs/recipes.md" > "$overlay/root/k8s-recipe.sh"
+grep -q softpart-nri "$overlay/root/k8s-recipe.sh" || { echo "systemd-test: no Kubernetes recipe block in docs/recipes.md" >&2; exit 1; }
 # The kernel unpacks concatenated archives in order: the overlay's files
 # land over the root's.
 (cd "$overlay" && find . | cpio -o -H newc -R 0:0 --quiet) > "$out/overlay.cpio"
