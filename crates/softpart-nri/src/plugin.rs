@@ -11,6 +11,7 @@ use crate::proto::api_ttrpc;
 use crate::softpart::{self, CallError};
 use crate::wanted::{self, Action, Node};
 use async_trait::async_trait;
+use futures::StreamExt as _;
 use log::{info, warn};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -375,5 +376,3 @@ pub async fn serve(
         Err(e) => Err(anyhow::anyhow!("the connection's task: {e}")),
     }
 }
-
-use futures::StreamExt as _;
