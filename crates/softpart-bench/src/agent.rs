@@ -179,7 +179,16 @@ fn run_scenario(ps: &PlannedScenario, obs: &Observer, ch: &mut Channel) -> Resul
     for rep in 0..ps.reps {
         for i in policy_order(ps.policies.len(), rep) {
             let (label, policy) = &ps.policies[i];
-            println!("agent: {} rep {} policy {label}", sc.name, rep + 1);
+            // The uptime lets a boot's console log say what each run cost.
+            println!(
+                "agent: {} rep {} policy {label} at uptime {}",
+                sc.name,
+                rep + 1,
+                read_trim("/proc/uptime")
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("?")
+            );
             let revived = bring_cpus_online();
             if !revived.is_empty() {
                 println!(
