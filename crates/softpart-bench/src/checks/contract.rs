@@ -2,6 +2,7 @@
 //! and stay within cpu.max.
 
 use super::*;
+use softpart_core::stats::Summary;
 
 pub(super) const TESTS: &[(&str, Check)] = &[
     ("weights_split_contended_cpus", weights_split),
@@ -51,16 +52,31 @@ fn weights_split(r: &Results) -> Result<String> {
 
 /// Tenants homed on different nodes with different weights, and a capped
 /// one without a home: each within 10% of its entitlement and of eevdf's
-/// figure (where eevdf is itself within 10% of the entitlement); the light owner keeps its node (all it is entitled to fits
-/// there) and the heavy tenant runs at home for most of what fits (4 of
-/// its 5.25 CPUs; 64-70% against 76% in guests, the homeless capped
-/// tenant's CPU moving with it): at least 3/4 of it.
+/// figure (where eevdf is itself within 10% of the entitlement); the light
+/// owner keeps its node (all it is entitled to fits there) and the heavy
+/// tenant runs at home for most of what fits (4 of its 5.25 CPUs; 64-70%
+/// against 76% in guests, the homeless capped tenant's CPU moving with
+/// it): at least 3/4 of it. Medians of the scenario's runs: a run gave
+/// the heavy tenant about 4.7 or about 5.1 CPUs, in the builds from
+/// before memory following too.
 fn weights_across_homes(r: &Results) -> Result<String> {
-    let sp = r.run_of("homes-contract", "softpart")?;
-    let ev = r.run_of("homes-contract", "eevdf")?;
+    let sp = r.runs_of("homes-contract", "softpart")?;
+    let ev = r.runs_of("homes-contract", "eevdf")?;
+    let median_of = |runs: &[&RunResult], f: &dyn Fn(&RunResult) -> Result<f64>| -> Result<f64> {
+        let v = runs
+            .iter()
+            .map(|run| f(run))
+            .collect::<Result<Vec<f64>>>()?;
+        Ok(Summary::of(&v).map_or(0.0, |s| s.median))
+    };
     let mut out = Vec::new();
     for (name, entitled) in [("light", 1.75), ("heavy", 5.25), ("capped", 1.0)] {
-        let (got, ev_got) = (cpus_of(sp, name)?, cpus_of(ev, name)?);
+        let got = median_of(&sp, &|run| cpus_of(run, name))?;
+        let ev_got = median_of(&ev, &|run| cpus_of(run, name))?;
+        let each = sp
+            .iter()
+            .map(|run| cpus_of(run, name))
+            .collect::<Result<Vec<f64>>>()?;
         // eevdf's figure is a reference only where eevdf itself keeps the
         // contract (within 10% of the entitlement); it strayed 26% once.
         let ev_keeps = (ev_got - entitled).abs() <= 0.1 * entitled;
@@ -68,16 +84,18 @@ fn weights_across_homes(r: &Results) -> Result<String> {
             || (ev_keeps && (got - ev_got).abs() > 0.1 * ev_got)
         {
             bail!(
-                "{name} got {got:.2} CPUs: entitled to {entitled}, eevdf gave it {ev_got:.2}; \
-                 expected within 10% of both"
+                "{name} got {got:.2} CPUs (median; runs {}): entitled to {entitled}, eevdf gave it \
+                 {ev_got:.2}; expected within 10% of both",
+                list(&each)
             );
         }
-        out.push(format!("{name} {got:.2} of {entitled} (eevdf {ev_got:.2})"));
+        out.push(format!(
+            "{name} {got:.2} [{}] of {entitled} (eevdf {ev_got:.2})",
+            list(&each)
+        ));
     }
-    let (light, heavy) = (
-        locality(sp, &[("light", 0..4)]),
-        locality(sp, &[("heavy", 4..8)]),
-    );
+    let light = median_of(&sp, &|run| Ok(locality(run, &[("light", 0..4)])))?;
+    let heavy = median_of(&sp, &|run| Ok(locality(run, &[("heavy", 4..8)])))?;
     let heavy_needed = 4.0 / 5.25;
     if light < 0.9 || heavy < 0.75 * heavy_needed {
         bail!(
@@ -90,11 +108,12 @@ fn weights_across_homes(r: &Results) -> Result<String> {
         );
     }
     Ok(format!(
-        "{}; at home: light {:.0}%, heavy {:.0}% (fits: {:.0}%)",
+        "{}; at home: light {:.0}%, heavy {:.0}% (fits: {:.0}%; medians of {} runs)",
         out.join(", "),
         light * 100.0,
         heavy * 100.0,
-        heavy_needed * 100.0
+        heavy_needed * 100.0,
+        sp.len()
     ))
 }
 
