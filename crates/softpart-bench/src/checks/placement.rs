@@ -334,9 +334,42 @@ fn callbacks_timed(r: &Results) -> Result<String> {
     Ok(seen)
 }
 
-/// Two full instances left on each other's homes go back (swap-back.toml).
+/// Two full instances left on each other's homes go back (swap-back.toml):
+/// in every run they sat on their first homes before the swap, and the
+/// median run's locality at the new homes is 80% or more (one CI run read
+/// 79.2% where every other read 98.8-100%).
 fn swapped_instances_swap_back(r: &Results) -> Result<String> {
-    let run = r.run("swap-back")?;
+    let runs = r.runs_of("swap-back", "softpart")?;
+    let mut settled = Vec::new();
+    let mut locs = Vec::new();
+    for run in &runs {
+        let (s0, s1) = settled_before_the_swap(run)?;
+        settled.push(format!("{s0} and {s1}"));
+        locs.push(locality(run, &[("inst0", 0..4), ("inst1", 4..8)]));
+    }
+    let loc = Summary::of(&locs).map_or(0.0, |s| s.median);
+    let each: Vec<f64> = locs.iter().map(|l| l * 100.0).collect();
+    if loc < 0.8 {
+        bail!(
+            "after the homes were swapped, locality {:.1}% (median; runs {}): the instances \
+             stayed on each other's nodes",
+            loc * 100.0,
+            list(&each)
+        );
+    }
+    Ok(format!(
+        "{} of 5 tasks each on the first homes; {:.1}% at the new homes from 3 s after the \
+         swap (median; runs {})",
+        settled.join(", "),
+        loc * 100.0,
+        list(&each)
+    ))
+}
+
+/// How many of each instance's tasks sat on its first home just before
+/// the swap (the flip script's log); fewer than 3 of 5 and nothing is
+/// tested.
+fn settled_before_the_swap(run: &RunResult) -> Result<(usize, usize)> {
     let (_, _, log) = probe_of(run, "cat /tmp/swap.log")?;
     // "before the swap: inst0 on CPUs 4 5 6 7 1 ; inst1 on CPUs ...": the
     // worker threads must have sat on their first homes, or nothing is
@@ -364,17 +397,7 @@ fn swapped_instances_swap_back(r: &Results) -> Result<String> {
     if settled0 < 3 || settled1 < 3 {
         bail!("before the swap the instances were not on their first homes: {before}");
     }
-    let loc = locality(run, &[("inst0", 0..4), ("inst1", 4..8)]);
-    if loc < 0.8 {
-        bail!(
-            "after the homes were swapped, locality {:.1}%: the instances stayed on each other's nodes",
-            loc * 100.0
-        );
-    }
-    Ok(format!(
-        "{settled0} and {settled1} of 5 tasks each on the first homes; {:.1}% at the new homes from 3 s after the swap",
-        loc * 100.0
-    ))
+    Ok((settled0, settled1))
 }
 
 /// The reaction targets (reaction.toml, 3 runs of 5 cycles): a
