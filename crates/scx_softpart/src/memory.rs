@@ -84,8 +84,6 @@ struct TenantMemory {
     /// Its back-off (memory_follow::backoff_after), and until when.
     backoff_s: u64,
     backoff_until: Option<Instant>,
-    /// Where its last move stopped before the end (mover::Outcome::resume).
-    resume: Option<(i32, u64)>,
 }
 
 pub struct MemoryPass {
@@ -262,9 +260,6 @@ impl MemoryPass {
     pub fn pass(&mut self, homes: &[HomeIn], nr_nodes: usize, now: Instant) {
         let done = self.mover.as_mut().map(|m| m.take()).unwrap_or_default();
         for (label, o, ended) in done {
-            if ended && let Some(t) = self.tenants.get_mut(&label) {
-                t.resume = o.resume;
-            }
             self.note(&label, o);
             if ended {
                 self.in_hand = None;
@@ -300,7 +295,6 @@ impl MemoryPass {
             );
             if t.nodes != h.nodes {
                 t.nodes = h.nodes.clone();
-                t.resume = None;
                 // A new home: what was refused may move now.
                 (t.backoff_s, t.backoff_until) = (0, None);
             }
@@ -329,8 +323,10 @@ impl MemoryPass {
                 t.waiting = Some("refused");
                 continue;
             }
-            if self.in_hand.as_ref().is_some_and(|j| j.0 == h.label) {
-                t.waiting = None;
+            if self.in_hand.is_some() {
+                if self.in_hand.as_ref().is_some_and(|j| j.0 == h.label) {
+                    t.waiting = None;
+                }
                 continue;
             }
             let tenant = Tenant {
@@ -344,8 +340,6 @@ impl MemoryPass {
                 min_bytes: MIN_BYTES,
             };
             match decide(&tenant, rooms, &follow) {
-                // Another tenant's turn: looked at again in a second.
-                Ok(_) if self.in_hand.is_some() => t.waiting = Some("turn"),
                 Ok((target, bytes)) => {
                     if bytes < t.away_bytes {
                         *t.refused_bytes.entry("reserve").or_default() += t.away_bytes - bytes;
@@ -371,7 +365,6 @@ impl MemoryPass {
                         target_floor: rooms.get(target).map_or(u64::MAX, |r| r.reserve),
                         cancel: cancel.clone(),
                         turn: std::time::Duration::from_secs(TURN_S),
-                        resume: t.resume,
                     }) {
                         t.waiting = None;
                         (t.job_moved, t.job_refused) = (false, false);

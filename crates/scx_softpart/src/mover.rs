@@ -70,10 +70,6 @@ pub struct Outcome {
     pub calls: u64,
     /// The mover's CPU time for it.
     pub cpu_ns: u64,
-    /// Where a later move of the tenant starts, when this one stopped
-    /// before its end: the process, and the first page it had not moved
-    /// or not asked about (a job's last word carries the job's).
-    pub resume: Option<(i32, u64)>,
 }
 
 /// The nodes of `pages` (move_pages with no target: where each page is,
@@ -259,11 +255,8 @@ fn flush(
     })
 }
 
-/// Moves `pid`'s pages at `from` and above that lie off `home_nodes` to
-/// `target`, at most what `rate` grants, until `stopped()` says so; where
-/// it stopped before the end is `resume` in what it returns (a later pass
-/// goes on from there, as the kernel's NUMA scan keeps its offset, rather
-/// than ask again about every page already home). Where each page is, is
+/// Moves `pid`'s pages that lie off `home_nodes` to `target`, at most
+/// what `rate` grants, until `stopped()` says so. Where each page is, is
 /// asked a mapping's BATCH pages at a time (a call that only asks drains
 /// nothing); the pages off home are gathered across mappings and moved
 /// BATCH at a time, so a process of many small mappings costs one moving
@@ -272,7 +265,6 @@ fn flush(
 pub fn move_process(
     pid: i32,
     home_nodes: &[usize],
-    from: u64,
     budget: &mut Budget,
     rate: &mut Rate,
     now_ns: impl Fn() -> u64,
@@ -284,8 +276,6 @@ pub fn move_process(
     let mut out = Outcome::default();
     let thread_policy = a_thread_set_a_policy(pid);
     let mut off: Vec<*mut libc::c_void> = Vec::new();
-    // The first page of the batch the oldest page in `off` came from.
-    let mut off_from = from;
     for m in numa_maps::parse(&numa) {
         let away: u64 = m
             .pages_per_node
@@ -304,16 +294,11 @@ pub fn move_process(
         let Some(&end) = ends.get(&m.start) else {
             continue;
         };
-        if end <= from {
-            continue;
-        }
-        let mut addr = m.start.max(from);
+        let mut addr = m.start;
         while addr < end {
             if stopped() {
-                out.resume = Some((pid, if off.is_empty() { addr } else { off_from }));
                 return Ok(out);
             }
-            let batch_from = addr;
             let n = (((end - addr) / PAGE) as usize).min(BATCH);
             let pages: Vec<*mut libc::c_void> = (0..n as u64)
                 .map(|i| (addr + i * PAGE) as *mut libc::c_void)
@@ -327,21 +312,14 @@ pub fn move_process(
             };
             for (p, &node) in pages.iter().zip(&at) {
                 if node >= 0 && !home_nodes.contains(&(node as usize)) {
-                    if off.is_empty() {
-                        off_from = batch_from;
-                    }
                     off.push(*p);
                     if off.len() == BATCH {
-                        let at = off_from;
                         if let Flushed::Stop =
                             flush(pid, &mut off, budget, rate, now_ns(), &mut out)?
                         {
-                            out.resume = Some((pid, at));
                             return Ok(out);
                         }
                         if stopped() {
-                            // The rest of this batch is asked again.
-                            out.resume = Some((pid, batch_from));
                             return Ok(out);
                         }
                     }
@@ -349,10 +327,7 @@ pub fn move_process(
             }
         }
     }
-    let at = off_from;
-    if let Flushed::Stop = flush(pid, &mut off, budget, rate, now_ns(), &mut out)? {
-        out.resume = Some((pid, at));
-    }
+    flush(pid, &mut off, budget, rate, now_ns(), &mut out)?;
     Ok(out)
 }
 
@@ -386,7 +361,6 @@ mod tests {
         let out = move_process(
             std::process::id() as i32,
             &all,
-            0,
             &mut budget,
             &mut rate,
             || 0,
@@ -417,9 +391,6 @@ pub struct Job {
     /// The tenant's turn: the job ends before the first batch after it
     /// (memory_follow::TURN_S).
     pub turn: std::time::Duration,
-    /// Where the tenant's last move stopped (Outcome::resume): this one
-    /// starts there, its processes taken in pid order.
-    pub resume: Option<(i32, u64)>,
 }
 
 /// The moves off the control plane's loop, on a thread of their own that
@@ -454,12 +425,6 @@ impl Mover {
                 let mut rate = Rate::new(bytes_per_s);
                 while let Ok(job) = todo.recv() {
                     let began = std::time::Instant::now();
-                    // In pid order, from where the tenant's last move stopped.
-                    let (first, from) = job.resume.unwrap_or((i32::MIN, 0));
-                    let mut pids: Vec<i32> =
-                        job.pids.iter().copied().filter(|&p| p >= first).collect();
-                    pids.sort_unstable();
-                    let mut resume = None;
                     let stopped = || {
                         stopping.load(Ordering::Relaxed)
                             || job.cancel.load(Ordering::Relaxed)
@@ -471,17 +436,14 @@ impl Mover {
                         target: job.target,
                         floor: job.target_floor,
                     };
-                    for &pid in &pids {
-                        let from = if pid == first { from } else { 0 };
+                    for &pid in &job.pids {
                         if budget.left == 0 || stopped() {
-                            resume = Some((pid, from));
                             break;
                         }
                         let cpu0 = crate::traffic::thread_cpu_ns();
                         let mut o = match move_process(
                             pid,
                             &job.home_nodes,
-                            from,
                             &mut budget,
                             &mut rate,
                             now,
@@ -500,19 +462,11 @@ impl Mover {
                         o.cpu_ns = crate::traffic::thread_cpu_ns().saturating_sub(cpu0);
                         moved += o.moved_bytes;
                         peak_seen.fetch_max(rate.used(now()), Ordering::Relaxed);
-                        let stopped_here = o.resume.take();
                         if out.send((job.label.clone(), o, false)).is_err() {
                             return;
                         }
-                        if stopped_here.is_some() {
-                            resume = stopped_here;
-                            break;
-                        }
                     }
-                    let mut last = Outcome {
-                        resume,
-                        ..Outcome::default()
-                    };
+                    let mut last = Outcome::default();
                     if denied && moved < job.max_bytes {
                         last.refused_pages
                             .insert(Refusal::NotPermitted, (job.max_bytes - moved) / PAGE);
@@ -602,7 +556,6 @@ mod mover_thread_tests {
             target_floor: 0,
             cancel: Arc::new(AtomicBool::new(false)),
             turn: std::time::Duration::from_secs(60),
-            resume: None,
         }));
         assert_eq!(m.queued(), 1);
         let done = until_end(&mut m);
@@ -631,7 +584,6 @@ mod mover_thread_tests {
             target_floor: 0,
             cancel: Arc::new(AtomicBool::new(cancelled)),
             turn,
-            resume: None,
         }
     }
 
@@ -646,45 +598,19 @@ mod mover_thread_tests {
         assert_eq!(done[0].1.calls, 0);
     }
 
-    /// A job whose turn is over makes no further call and says where the
-    /// next starts: one given none makes none and starts nothing; one
-    /// given a turn asks where its pages are.
+    /// A job whose turn is over makes no further call: one given none
+    /// makes none, one given a turn asks where its pages are.
     #[test]
     fn a_job_ends_with_its_turn() {
         let buf = vec![1u8; 4 << 20];
-        let me = std::process::id() as i32;
         let mut m = Mover::spawn(1 << 30).unwrap();
         m.submit(own_pages(false, std::time::Duration::ZERO));
         let done = until_end(&mut m);
-        let last = done.last().expect("an end");
-        assert!(last.2, "{done:?}");
-        assert_eq!(last.1.resume, Some((me, 0)));
+        assert!(done.last().is_some_and(|d| d.2), "{done:?}");
         assert_eq!(done.iter().map(|d| d.1.calls).sum::<u64>(), 0);
         m.submit(own_pages(false, std::time::Duration::from_secs(60)));
         let done = until_end(&mut m);
         assert!(done.iter().map(|d| d.1.calls).sum::<u64>() > 0, "{done:?}");
-        drop(buf);
-    }
-
-    /// A job goes on from where the last stopped: past every page of this
-    /// process (and past it in pid order), it asks about none and ends at
-    /// the end.
-    #[test]
-    fn a_job_resumes_where_the_last_stopped() {
-        let buf = vec![1u8; 4 << 20];
-        let me = std::process::id() as i32;
-        let mut m = Mover::spawn(1 << 30).unwrap();
-        for resume in [(me, u64::MAX), (me + 1, 0)] {
-            let mut job = own_pages(false, std::time::Duration::from_secs(60));
-            job.resume = Some(resume);
-            m.submit(job);
-            let done = until_end(&mut m);
-            assert!(
-                done.last().is_some_and(|d| d.2 && d.1.resume.is_none()),
-                "{done:?}"
-            );
-            assert_eq!(done.iter().map(|d| d.1.calls).sum::<u64>(), 0, "{done:?}");
-        }
         drop(buf);
     }
 }

@@ -196,9 +196,8 @@ pub struct MemoryTenantView {
     pub last_move_s_ago: Option<f64>,
     /// Why nothing moves now: "not_at_home" (under 80% of its CPU time at
     /// home over the last second), "nothing_away", "reserve", "off",
-    /// "unreadable" (no memory controller, or the process gone), "turn"
-    /// (another tenant's move is under way; looked at again each second);
-    /// none while its own move is under way or due.
+    /// "unreadable" (no memory controller, or the process gone); none while
+    /// a move is under way or due.
     pub waiting: Option<String>,
 }
 
