@@ -2,16 +2,13 @@
 //! tenant's memory lies (a cgroup's memory.numa_stat, a process's
 //! numa_maps) and whether to bring it to the home's nodes
 //! (softpart_core::memory_follow::decide); a move goes to the mover's
-//! thread (mover.rs), one tenant at a time, each for a turn of at most
-//! memory_follow::TURN_S, the tenants due taking turns. What it saw and
-//! did is kept per home for the statistics.
+//! thread (mover.rs), one tenant at a time. What it saw and did is kept
+//! per home for the statistics.
 
 use crate::mover::{Job, Mover, Outcome};
 use softpart_core::config;
 use softpart_core::control::{MemoryTenantView, MemoryView};
-use softpart_core::memory_follow::{
-    Follow, NodeRoom, TURN_S, Tenant, Wait, backoff_after, decide, turn_order,
-};
+use softpart_core::memory_follow::{Follow, NodeRoom, Tenant, Wait, backoff_after, decide};
 use softpart_core::{memstat, numa_maps};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -92,8 +89,6 @@ pub struct MemoryPass {
     tenants: BTreeMap<String, TenantMemory>,
     /// The job in hand: its tenant, its home's nodes, its cancel flag.
     in_hand: Option<(String, Vec<usize>, Arc<AtomicBool>)>,
-    /// The tenant whose job had the last turn (memory_follow::turn_order).
-    last_turn: Option<String>,
     moved_bytes: u64,
     mover_cpu_ns: u64,
 }
@@ -202,7 +197,6 @@ impl MemoryPass {
             mover,
             tenants: BTreeMap::new(),
             in_hand: None,
-            last_turn: None,
             moved_bytes: 0,
             mover_cpu_ns: 0,
         }
@@ -282,11 +276,7 @@ impl MemoryPass {
             cancel.store(true, Ordering::Relaxed);
         }
         let mut rooms = None;
-        let labels: Vec<&str> = homes.iter().map(|h| h.label.as_str()).collect();
-        for h in turn_order(&labels, self.last_turn.as_deref())
-            .into_iter()
-            .map(|i| &homes[i])
-        {
+        for h in homes {
             let t = self.tenants.entry(h.label.clone()).or_default();
             let (h0, a0) = std::mem::replace(&mut t.run, (h.run_home_ns, h.run_away_ns));
             let (dh, da) = (
@@ -364,12 +354,10 @@ impl MemoryPass {
                         max_bytes: bytes,
                         target_floor: rooms.get(target).map_or(u64::MAX, |r| r.reserve),
                         cancel: cancel.clone(),
-                        turn: std::time::Duration::from_secs(TURN_S),
                     }) {
                         t.waiting = None;
                         (t.job_moved, t.job_refused) = (false, false);
                         self.in_hand = Some((h.label.clone(), h.nodes.clone(), cancel));
-                        self.last_turn = Some(h.label.clone());
                     }
                 }
                 Err(w) => {

@@ -388,16 +388,13 @@ pub struct Job {
     /// Set when the tenant's home changed or went: the job ends before its
     /// next batch.
     pub cancel: Arc<AtomicBool>,
-    /// The tenant's turn: the job ends before the first batch after it
-    /// (memory_follow::TURN_S).
-    pub turn: std::time::Duration,
 }
 
 /// The moves off the control plane's loop, on a thread of their own that
 /// holds the host-wide rate: a job of hundreds of MB takes seconds under
 /// the rate, and the loop's work must not wait for it. Jobs are done one
-/// at a time, in the order given, each for at most its turn; a job's
-/// processes that are gone by then are skipped.
+/// at a time, in the order given; a job's processes that are gone by then
+/// are skipped.
 pub struct Mover {
     stop: Arc<AtomicBool>,
     jobs: Option<mpsc::Sender<Job>>,
@@ -424,12 +421,8 @@ impl Mover {
                 let now = || start.elapsed().as_nanos() as u64;
                 let mut rate = Rate::new(bytes_per_s);
                 while let Ok(job) = todo.recv() {
-                    let began = std::time::Instant::now();
-                    let stopped = || {
-                        stopping.load(Ordering::Relaxed)
-                            || job.cancel.load(Ordering::Relaxed)
-                            || began.elapsed() >= job.turn
-                    };
+                    let stopped =
+                        || stopping.load(Ordering::Relaxed) || job.cancel.load(Ordering::Relaxed);
                     let (mut moved, mut denied) = (0u64, false);
                     let mut budget = Budget {
                         left: job.max_bytes,
@@ -555,7 +548,6 @@ mod mover_thread_tests {
             max_bytes: u64::MAX,
             target_floor: 0,
             cancel: Arc::new(AtomicBool::new(false)),
-            turn: std::time::Duration::from_secs(60),
         }));
         assert_eq!(m.queued(), 1);
         let done = until_end(&mut m);
@@ -571,46 +563,22 @@ mod mover_thread_tests {
         drop(buf);
     }
 
-    /// A job of this process's pages, homed on a node no test host has
-    /// (the pages are all away; moving them there fails), cancelled or
-    /// with the turn given.
-    fn own_pages(cancelled: bool, turn: std::time::Duration) -> Job {
-        Job {
-            label: "own".into(),
+    /// A cancelled job makes no call at all.
+    #[test]
+    fn a_cancelled_job_does_nothing() {
+        let mut m = Mover::spawn(1 << 30).unwrap();
+        m.submit(Job {
+            label: "gone".into(),
             pids: vec![std::process::id() as i32],
             home_nodes: vec![63],
             target: 63,
             max_bytes: u64::MAX,
             target_floor: 0,
-            cancel: Arc::new(AtomicBool::new(cancelled)),
-            turn,
-        }
-    }
-
-    /// A cancelled job makes no call at all.
-    #[test]
-    fn a_cancelled_job_does_nothing() {
-        let mut m = Mover::spawn(1 << 30).unwrap();
-        m.submit(own_pages(true, std::time::Duration::from_secs(60)));
+            cancel: Arc::new(AtomicBool::new(true)),
+        });
         let done = until_end(&mut m);
         assert_eq!(done.len(), 1, "{done:?}");
         assert!(done[0].2);
         assert_eq!(done[0].1.calls, 0);
-    }
-
-    /// A job whose turn is over makes no further call: one given none
-    /// makes none, one given a turn asks where its pages are.
-    #[test]
-    fn a_job_ends_with_its_turn() {
-        let buf = vec![1u8; 4 << 20];
-        let mut m = Mover::spawn(1 << 30).unwrap();
-        m.submit(own_pages(false, std::time::Duration::ZERO));
-        let done = until_end(&mut m);
-        assert!(done.last().is_some_and(|d| d.2), "{done:?}");
-        assert_eq!(done.iter().map(|d| d.1.calls).sum::<u64>(), 0);
-        m.submit(own_pages(false, std::time::Duration::from_secs(60)));
-        let done = until_end(&mut m);
-        assert!(done.iter().map(|d| d.1.calls).sum::<u64>() > 0, "{done:?}");
-        drop(buf);
     }
 }

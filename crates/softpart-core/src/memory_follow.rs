@@ -119,27 +119,6 @@ pub fn backoff_after(last_s: u64, moved: bool, refused: bool) -> u64 {
     }
 }
 
-/// How long one tenant's move runs before the mover ends it, at most:
-/// tenants take turns, so that one tenant's move of gigabytes (a minute
-/// at the default rate) does not keep every other tenant's pages away
-/// meanwhile. A tenant with more to move gets another turn after the
-/// others due. Two seconds is 128 MB at the default rate, against a pass
-/// over the tenant's mappings at the start of each turn.
-pub const TURN_S: u64 = 2;
-
-/// The order in which tenants are offered the next turn: those after the
-/// one that had the last turn, in label order, then the rest from the
-/// first. Every tenant due is offered one within a round, whatever order
-/// the labels come in.
-pub fn turn_order(labels: &[&str], last: Option<&str>) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.sort_by(|&a, &b| {
-        let wrapped = |i: usize| last.is_some_and(|l| labels[i] <= l);
-        (wrapped(a), labels[a]).cmp(&(wrapped(b), labels[b]))
-    });
-    order
-}
-
 /// Why a tenant's memory is not moved now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Wait {
@@ -225,48 +204,6 @@ mod tests {
         min_bytes: 4 << 20,
     };
     const MB: u64 = 1 << 20;
-
-    #[test]
-    fn the_next_turn_goes_to_the_tenant_after_the_last() {
-        let labels = ["/b", "/c", "/a"];
-        assert_eq!(turn_order(&labels, None), vec![2, 0, 1]);
-        assert_eq!(turn_order(&labels, Some("/a")), vec![0, 1, 2]);
-        assert_eq!(turn_order(&labels, Some("/b")), vec![1, 2, 0]);
-        assert_eq!(turn_order(&labels, Some("/c")), vec![2, 0, 1]);
-        // The last one is gone: the next after it still goes first.
-        assert_eq!(turn_order(&labels, Some("/bb")), vec![1, 2, 0]);
-    }
-
-    proptest! {
-        /// Each taking the turn offered first, and always due, n tenants
-        /// each get one turn in any n turns in a row, in any label order.
-        #[test]
-        fn every_tenant_due_gets_a_turn_in_a_round(
-            mut names in proptest::collection::btree_set("[a-z]{1,4}", 1..12usize)
-                .prop_map(|s| s.into_iter().collect::<Vec<_>>()),
-            seed in any::<u64>(),
-        ) {
-            // Any order of the labels, as the homes come.
-            let n = names.len();
-            for i in 0..n {
-                names.swap(i, (seed as usize).wrapping_add(i * 7) % n);
-            }
-            let labels: Vec<&str> = names.iter().map(String::as_str).collect();
-            let mut last: Option<&str> = None;
-            let mut served = Vec::new();
-            for _ in 0..2 * n {
-                let first = turn_order(&labels, last)[0];
-                served.push(first);
-                last = Some(labels[first]);
-            }
-            for w in served.windows(n) {
-                let mut seen = w.to_vec();
-                seen.sort();
-                seen.dedup();
-                prop_assert_eq!(seen.len(), n);
-            }
-        }
-    }
 
     fn rooms(free_mb: &[u64], reserve_mb: u64) -> Vec<NodeRoom> {
         free_mb
