@@ -439,16 +439,16 @@ mod tests {
         ]))
         .unwrap();
         assert!(ok.contains("return median 18.30 15.80 16.10 ms"), "{ok}");
-        // One cycle of one run with a thread away just before the home
-        // filled (a CI run of the shape change's build) passes.
-        let blip = reaction_runs(&[
-            (100.0, 1.0, 0.0, 21.8),
-            (100.0, 0.0, 0.0, 35.7),
-            (100.0, 0.0, 0.0, 22.2),
+        // Cycles with a thread away just before the home filled: a CI
+        // run's three of fifteen pass.
+        let blips = reaction_runs(&[
+            (80.0, 2.0, 0.0, 54.9),
+            (100.0, 1.0, 0.0, 31.7),
+            (100.0, 0.0, 0.0, 9.5),
         ]);
-        reaction_spills_at_once_and_returns(&blip).unwrap();
-        // Two in one run, or three in all, do not.
-        for unsettled in [[2.0, 0.0, 0.0], [1.0, 1.0, 1.0]] {
+        reaction_spills_at_once_and_returns(&blips).unwrap();
+        // Over a third of all cycles does not, however it falls.
+        for unsettled in [[5.0, 1.0, 0.0], [2.0, 2.0, 2.0]] {
             let runs: Vec<_> = unsettled.iter().map(|&n| (100.0, n, 0.0, 16.0)).collect();
             let err = reaction_spills_at_once_and_returns(&reaction_runs(&runs)).unwrap_err();
             assert!(err.to_string().contains("not all at home"), "{err}");
@@ -508,8 +508,10 @@ mod tests {
         .unwrap();
         assert!(ok.contains("973 held"), "{ok}");
         assert!(ok.contains("same CPU 70.5%"), "{ok}");
+        // A CI run's figures, the same CPU's share the lowest seen.
+        visitors_held_for_their_cpu(&hold_visitor_exits(&[[1021, 159, 183, 24]])).unwrap();
         // (what the runs read instead, what the error names)
-        let broken: [(&str, [u64; 4], &str); 3] = [
+        let broken: [(&str, [u64; 4], &str); 4] = [
             ("nothing held", [0, 551, 199, 334], "nothing tested"),
             (
                 "hardly a visitor passed",
@@ -517,9 +519,14 @@ mod tests {
                 "nothing tested",
             ),
             (
-                "held, not taken back by their CPU",
-                [973, 400, 199, 334],
+                "held for another CPU of the node",
+                [973, 60, 820, 53],
                 "did not go back",
+            ),
+            (
+                "held, sent across the nodes",
+                [973, 400, 199, 334],
+                "across the nodes",
             ),
         ];
         for (case, run, names) in broken {
