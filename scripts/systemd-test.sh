@@ -52,6 +52,9 @@ awk '/^## Quick start/ { on = 1; next } on && /^## / { exit }
 awk '/^\*\*Kubernetes\.\*\*/ { on = 1; next } on && /^    / { sub(/^    /, ""); print; got = 1; next }
      on && got { exit }' "$here/docs/recipes.md" > "$overlay/root/k8s-recipe.sh"
 grep -q softpart-nri "$overlay/root/k8s-recipe.sh" || { echo "systemd-test: no Kubernetes recipe block in docs/recipes.md" >&2; exit 1; }
+awk '/^The plugin.s counters/ { on = 1; next } on && /^    / { sub(/^    /, ""); print; got = 1; next }
+     on && got { exit }' "$here/docs/recipes.md" > "$overlay/root/nri-metrics.sh"
+grep -q -- --metrics "$overlay/root/nri-metrics.sh" || { echo "systemd-test: no block for the plugin's metrics in docs/recipes.md" >&2; exit 1; }
 # The kernel unpacks concatenated archives in order: the overlay's files
 # land over the root's.
 (cd "$overlay" && find . | cpio -o -H newc -R 0:0 --quiet) > "$out/overlay.cpio"

@@ -12,7 +12,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:$PATH
 PG_UNIT=postgresql@17-main.service
 PG_CG=/system.slice/system-postgresql.slice/$PG_UNIT
 METRICS=http://127.0.0.1:17321/metrics
-CHECKS=39
+CHECKS=41
 echo "1..$CHECKS"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -286,6 +286,20 @@ softpart prefer --cgroup "$(slice a-5)" --clear | show
 systemctl restart softpart-nri
 check "after a restart the plugin gives exactly the running pods' homes back" \
   wait_for 200 bash -c "softpart list > /tmp/list; [ \$(grep -c 'kubernetes ' /tmp/list) = 2 ] && grep -Eq '^cgroup +$(slice a-5) +CPUs 2-3 ' /tmp/list"
+# docs/recipes.md's block for the plugin's metrics, as written: it
+# restarts the plugin, which then serves its counters.
+show /root/nri-metrics.sh
+bash -e /root/nri-metrics.sh > /tmp/nri-metrics.out 2>&1
+metrics_rc=$?
+show /tmp/nri-metrics.out
+NRI_METRICS=http://127.0.0.1:17322/metrics
+nri_ready() {
+  curl -sf "$NRI_METRICS" > /tmp/nm && grep -qx 'softpart_nri_containerd_synchronized 1' /tmp/nm &&
+    grep -qx 'softpart_nri_softpart_answers 1' /tmp/nm && grep -qx 'softpart_nri_homes_wanted 2' /tmp/nm
+}
+check "docs/recipes.md's metrics block runs as written (exit $metrics_rc); the plugin's scrape says it is synchronized with containerd, scx_softpart answers, the 2 running pods' homes are wanted" \
+  eval '[ "$metrics_rc" = 0 ] && wait_for 600 nri_ready'
+grep '^softpart_nri_' /tmp/nm | show
 # A malformed annotation, and a namespace not allowed: the pods start.
 idle --name bad --namespace db --uid a-7 --annotation home.softpart.io/pod=node=x
 bad_rc=$?
@@ -296,6 +310,11 @@ journalctl -q -o cat -u softpart-nri > /tmp/nri.log
 grep -F ' ignored' /tmp/nri.log | show
 check "a malformed annotation and a namespace not allowed: the pods start (exit $bad_rc, $front_rc), one log line each names the pod and the value" \
   bash -c "[ $bad_rc = 0 -a $front_rc = 0 ] && grep -qF 'pod db/bad: annotation home.softpart.io/pod=\"node=x\" ignored' /tmp/nri.log && grep -qF 'pod web/front: annotation home.softpart.io/pod=\"node=1\" ignored: namespace' /tmp/nri.log"
+curl -sf "$NRI_METRICS" > /tmp/nm
+grep '^softpart_nri_annotations_ignored' /tmp/nm | show
+counted() { awk -v k="softpart_nri_annotations_ignored_total{reason=\"$1\"}" '$1 == k && $2 >= 1 { found = 1 } END { exit !found }' /tmp/nm; }
+check "the plugin's metrics count the two ignored by why (malformed, namespace)" \
+  eval "counted malformed && counted namespace"
 # containerd restarts: the plugin connects again, the homes stay right.
 registered=$(journalctl -q -o cat -u softpart-nri | grep -c 'registered with containerd')
 systemctl restart containerd
