@@ -132,7 +132,7 @@ const HOLD_VISITORS_MIN: u64 = 100;
 const HOLD_VISITORS_SAME_CPU_MIN: f64 = 1.0 / 3.0;
 
 /// Of the visitors passed, the share that ran next on the other node, at
-/// most this: a held visitor stays in the partition it visits, and 5-7%
+/// most this: a held visitor stays in the partition it visits, and 4-7%
 /// crossed in the boots that said so (the rest ran on its CPU's node).
 const HOLD_VISITORS_CROSSED_MAX: f64 = 0.2;
 

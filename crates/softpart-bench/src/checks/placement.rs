@@ -332,8 +332,8 @@ fn callbacks_timed(r: &Results) -> Result<String> {
 
 /// Two full instances left on each other's homes go back (swap-back.toml):
 /// in every run they sat on their first homes before the swap, and the
-/// median run's locality at the new homes is 80% or more (one CI run read
-/// 79.2% where every other read 98.8-100%).
+/// median run's locality at the new homes is 80% or more (runs read
+/// 79-100% across boots, nearly all 98% or more).
 fn swapped_instances_swap_back(r: &Results) -> Result<String> {
     let runs = r.runs_of("swap-back", "softpart")?;
     let mut settled = Vec::new();
